@@ -1,0 +1,1 @@
+"""Strict, frozen pydantic models for every input: hardware, models, quants, scenarios."""

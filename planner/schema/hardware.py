@@ -1,0 +1,74 @@
+"""GPU catalog entries: memory, bandwidth, dense FLOPS per dtype, fabric, power, prices."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from planner.schema.common import Provenance, Strict
+
+ComputeDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4"]
+PriceTier = Literal[
+    "on_demand",
+    "spot",
+    "reserved_1y",
+    "reserved_3y",
+    "capacity_block",
+    "committed",
+    "marketplace",
+    "serverless",
+    "owned",
+]
+
+
+class GpuPrice(Strict):
+    """One published price per GPU-hour with its provider, tier, date and source."""
+
+    provider: str
+    tier: PriceTier = "on_demand"
+    usd_per_gpu_hour: float = Field(gt=0)
+    offering: str | None = None
+    region: str | None = None
+    as_of: str = Field(min_length=4)
+    source: str = Field(min_length=3)
+    notes: str | None = None
+
+
+class Gpu(Strict):
+    """One accelerator package (per GPU, per OAM); numbers are dense peaks, never sparse."""
+
+    id: str
+    name: str
+    vendor: str
+    family: str = Field(description="efficiency family in engine profiles, e.g. hopper")
+    memory_gb: float = Field(gt=0)
+    hbm_bandwidth_gb_per_s: float = Field(gt=0)
+    dense_tflops: dict[ComputeDtype, float] = Field(
+        description="dense tensor peak per compute dtype; a dtype absent means unsupported"
+    )
+    scaleup_link_gb_per_s: float = Field(gt=0, description="per GPU, one direction")
+    scaleup_domain_gpus: int = Field(ge=1)
+    interconnect: str
+    tdp_w: float | None = Field(default=None, gt=0)
+    spec: Provenance
+    prices: tuple[GpuPrice, ...] = ()
+
+    @field_validator("dense_tflops")
+    @classmethod
+    def _positive_tflops(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {k: v for k, v in value.items() if not v > 0}
+        if bad:
+            raise ValueError(f"TFLOPS must be > 0, got {bad}")
+        if not value:
+            raise ValueError("at least one compute dtype is needed")
+        return value
+
+    def price(self, tier: str = "on_demand", provider: str | None = None) -> GpuPrice | None:
+        """The chosen price: the given provider's, else the cheapest newest in that tier."""
+        rows = [p for p in self.prices if p.tier == tier]
+        if provider is not None:
+            rows = [p for p in rows if p.provider.lower() == provider.lower()]
+        if not rows:
+            return None
+        return min(rows, key=lambda p: (p.usd_per_gpu_hour, p.provider))
