@@ -65,7 +65,7 @@ class Gpu(Strict):
         return value
 
     def price(self, tier: str = "on_demand", provider: str | None = None) -> GpuPrice | None:
-        """The chosen price: the given provider's, else the cheapest newest in that tier."""
+        """The price used: the cheapest in that tier (of the given provider, if one is named)."""
         rows = [p for p in self.prices if p.tier == tier]
         if provider is not None:
             rows = [p for p in rows if p.provider.lower() == provider.lower()]

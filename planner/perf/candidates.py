@@ -1,0 +1,171 @@
+"""The candidate grid: gpu x tp x quant x kv dtype x batch x request shape, as one DataFrame.
+
+Validity (does this quant run on this GPU, does tp fit the scale-up domain and divide the
+heads) is decided per (gpu, tp, quant, kv) here; the batch and shape axes are then crossed
+with numpy so the per-candidate work stays vectorised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from planner.schema.engine import Efficiency, EngineProfile
+from planner.schema.hardware import Gpu
+from planner.schema.model import Model
+from planner.schema.quant import Quant
+
+DEFAULT_BATCHES: tuple[int, ...] = (
+    1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
+)  # fmt: skip
+DEFAULT_TPS: tuple[int, ...] = (1, 2, 4, 8)
+
+IDEAL = Efficiency(
+    eta_mem=1.0,
+    eta_compute_decode=1.0,
+    eta_compute_prefill=1.0,
+    eta_kv=1.0,
+    allreduce_latency_us=0.0,
+    step_overhead_ms=0.0,
+    prefill_overhead_ms=0.0,
+    mem_util=1.0,
+    runtime_reserve_gb=0.0,
+)
+
+
+class InvalidCombination(ValueError):
+    """A (gpu, tp, quant, kv) that cannot run; the message says why."""
+
+
+@dataclass(frozen=True)
+class Price:
+    """The price used for one GPU type."""
+
+    usd_per_gpu_hour: float
+    provider: str
+    source: str = ""
+    as_of: str = ""
+    assumption: bool = False
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """What to enumerate. Empty kv_dtypes means each quant's default KV dtype."""
+
+    gpus: Sequence[Gpu]
+    quants: Sequence[Quant]
+    tps: Sequence[int] = DEFAULT_TPS
+    kv_dtypes: Sequence[str] = ()
+    batches: Sequence[int] = DEFAULT_BATCHES
+    shapes: Sequence[tuple[int, int]] = ((1024, 256),)
+    prices: dict[str, Price] = field(default_factory=dict)
+
+
+def compute_dtype_for(gpu: Gpu, quant: Quant) -> str:
+    """The dtype the math runs at: the quant's first preference the GPU has a peak for."""
+    if quant.gpus != "all" and gpu.id not in quant.gpus:
+        raise InvalidCombination(
+            f"{quant.id} does not run on {gpu.id}; it runs on: {', '.join(quant.gpus)}"
+        )
+    for dtype in quant.compute_dtypes:
+        if dtype in gpu.dense_tflops:
+            return dtype
+    raise InvalidCombination(
+        f"{quant.id} needs {' or '.join(quant.compute_dtypes)} math, which {gpu.id} lacks "
+        f"(it has {', '.join(gpu.dense_tflops)})"
+    )
+
+
+def check_tp(model: Model, gpu: Gpu, tp: int) -> None:
+    """tp must be positive, fit one scale-up domain and divide the attention heads."""
+    if tp < 1:
+        raise InvalidCombination(f"tp must be >= 1, got {tp}")
+    if tp > gpu.scaleup_domain_gpus:
+        raise InvalidCombination(
+            f"tp {tp} exceeds the scale-up domain of {gpu.id} "
+            f"({gpu.scaleup_domain_gpus} GPU(s) joined by {gpu.interconnect})"
+        )
+    if model.num_attention_heads % tp:
+        raise InvalidCombination(
+            f"tp {tp} does not divide the {model.num_attention_heads} attention heads "
+            f"of {model.id}"
+        )
+
+
+def check_kv(quant: Quant, kv_dtype: str) -> None:
+    """The KV dtype must be one the quant scheme allows."""
+    if kv_dtype not in quant.kv_dtypes:
+        raise InvalidCombination(
+            f"kv dtype {kv_dtype} is not allowed with {quant.id}; allowed: "
+            f"{', '.join(quant.kv_dtypes)}"
+        )
+
+
+def deployment_rows(model: Model, spec: GridSpec, engine: EngineProfile | None,
+                    ideal: bool) -> tuple[list[dict], list[dict]]:
+    """Valid (gpu, tp, quant, kv) combinations with their resolved constants, and the
+    rejected ones with reasons."""
+    ok: list[dict] = []
+    rejected: list[dict] = []
+    for gpu in spec.gpus:
+        eff = IDEAL if ideal or engine is None else engine.for_family(gpu.family)
+        price = spec.prices.get(gpu.id)
+        for quant in spec.quants:
+            kvs = list(spec.kv_dtypes) or [quant.default_kv_dtype]
+            for tp in spec.tps:
+                for kv in kvs:
+                    key = {"gpu": gpu.id, "tp": tp, "quant": quant.id, "kv_dtype": kv}
+                    try:
+                        check_tp(model, gpu, tp)
+                        check_kv(quant, kv)
+                        dtype = compute_dtype_for(gpu, quant)
+                    except InvalidCombination as exc:
+                        rejected.append({**key, "reason": str(exc)})
+                        continue
+                    ok.append(_resolved_row(key, gpu, quant, dtype, eff, price))
+    return ok, rejected
+
+
+def _resolved_row(key: dict, gpu: Gpu, quant: Quant, dtype: str, eff: Efficiency,
+                  price: Price | None) -> dict:
+    return {
+        **key,
+        "compute_dtype": dtype,
+        "bandwidth_bytes_per_s": gpu.hbm_bandwidth_gb_per_s * 1e9,
+        "memory_bytes": gpu.memory_gb * 1e9,
+        "peak_flops": gpu.dense_tflops[dtype] * 1e12,  # type: ignore[index]
+        "link_bytes_per_s": gpu.scaleup_link_gb_per_s * 1e9,
+        "weight_bytes_per_param": quant.weight_bytes_per_param,
+        "embedding_bytes_per_param": quant.embedding_bytes_per_param,
+        "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else np.nan,
+        "price_provider": price.provider if price else "",
+        **{f"eff_{k}": v for k, v in eff.model_dump().items()},
+    }
+
+
+def build_grid(model: Model, spec: GridSpec, engine: EngineProfile | None,
+               ideal: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The full grid (deployments x batches x shapes) and the rejected deployments."""
+    ok, rejected = deployment_rows(model, spec, engine, ideal)
+    deployments = pd.DataFrame(ok)
+    rejected_df = pd.DataFrame(rejected, columns=["gpu", "tp", "quant", "kv_dtype", "reason"])
+    if deployments.empty:
+        return deployments, rejected_df
+    shapes = np.asarray(list(spec.shapes), dtype=np.int64).reshape(-1, 2)
+    batches = np.asarray(sorted(set(spec.batches)), dtype=np.int64)
+    n_dep, n_b, n_s = len(deployments), len(batches), len(shapes)
+    dep_idx = np.repeat(np.arange(n_dep), n_b * n_s)
+    grid = deployments.iloc[dep_idx].reset_index(drop=True)
+    grid["batch"] = np.tile(np.repeat(batches, n_s), n_dep)
+    grid["shape_index"] = np.tile(np.arange(n_s), n_dep * n_b)
+    grid["input_len"] = shapes[grid["shape_index"].to_numpy(), 0]
+    grid["output_len"] = shapes[grid["shape_index"].to_numpy(), 1]
+    return grid, rejected_df
+
+
+def unique_ids(items: Iterable) -> list[str]:
+    """Ids in first-seen order without repeats."""
+    return list(dict.fromkeys(items))

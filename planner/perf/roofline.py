@@ -1,0 +1,92 @@
+"""Pure roofline formulas over numpy arrays: arrays in, arrays out, SI units (bytes, s, FLOP).
+
+The names follow `<quantity>_<phase>_<scope>`. Every function is vectorised: any argument
+may be a scalar or an array broadcastable against the others.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+Array = NDArray[np.float64]
+
+ACTIVATION_BYTES = 2.0  # all-reduces move 16-bit activations
+
+
+def experts_touched(n_experts: float, top_k: float, tokens: ArrayLike) -> Array:
+    """Expected distinct experts a batch of `tokens` routes to: E * (1 - (1 - k/E)^tokens)."""
+    tokens = np.asarray(tokens, dtype=float)
+    if n_experts <= 0:
+        return np.zeros_like(tokens)
+    return n_experts * (1.0 - np.power(1.0 - top_k / n_experts, tokens))
+
+
+def kv_positions(context: ArrayLike, n_global: int, n_sliding: int, window: int) -> Array:
+    """Layer-positions held in the KV cache for one sequence: global layers keep every token,
+    sliding-window layers at most `window`."""
+    context = np.asarray(context, dtype=float)
+    return n_global * context + n_sliding * np.minimum(context, window)
+
+
+def attention_pairs_prefill(length: ArrayLike, n_global: int, n_sliding: int, window: int) -> Array:
+    """Query-key pairs of causal prefill summed over layers (I^2/2 per global layer; a window
+    caps each query's keys at `window`)."""
+    n = np.asarray(length, dtype=float)
+    w = np.minimum(n, window)
+    return n_global * n * n / 2.0 + n_sliding * (n * w - w * w / 2.0)
+
+
+def latency_memory(bytes_read: ArrayLike, bandwidth: ArrayLike, efficiency: ArrayLike) -> Array:
+    """Seconds to stream `bytes_read` at `bandwidth * efficiency` bytes/s."""
+    return np.asarray(bytes_read, float) / (np.asarray(bandwidth, float) * efficiency)
+
+
+def latency_compute(flops: ArrayLike, peak: ArrayLike, efficiency: ArrayLike) -> Array:
+    """Seconds to run `flops` at `peak * efficiency` FLOP/s."""
+    return np.asarray(flops, float) / (np.asarray(peak, float) * efficiency)
+
+
+def latency_allreduce(
+    tp: ArrayLike,
+    n_layers: int,
+    tokens: ArrayLike,
+    hidden: int,
+    link_bandwidth: ArrayLike,
+    alpha_s: ArrayLike,
+) -> Array:
+    """Two ring all-reduces per layer of `tokens x hidden` 16-bit activations; 0 when tp=1.
+
+    t = 2 L (alpha + 2 (t-1)/t * tokens * d * 2 / B_link)
+    """
+    tp = np.asarray(tp, dtype=float)
+    payload = 2.0 * (tp - 1.0) / tp * np.asarray(tokens, float) * hidden * ACTIVATION_BYTES
+    per_layer = alpha_s + payload / np.asarray(link_bandwidth, float)
+    return np.where(tp > 1, 2.0 * n_layers * per_layer, 0.0)
+
+
+def roofline_bound(t_memory: ArrayLike, t_compute: ArrayLike) -> NDArray[np.str_]:
+    """'memory' where streaming bytes takes longer than the math, else 'compute'."""
+    return np.where(np.asarray(t_memory) >= np.asarray(t_compute), "memory", "compute")
+
+
+def arithmetic_intensity(flops: ArrayLike, bytes_read: ArrayLike) -> Array:
+    """FLOPs per byte moved."""
+    return np.asarray(flops, float) / np.maximum(np.asarray(bytes_read, float), 1.0)
+
+
+def serving_rate(batch: ArrayLike, output_len: ArrayLike, tpot_step: ArrayLike,
+                 prefill: ArrayLike) -> Array:
+    """Requests/s of a replica holding `batch` sequences, prefill interleaved with decode:
+    R = B / (O * TPOT(B) + B * t_pf)."""
+    b = np.asarray(batch, float)
+    return b / (np.asarray(output_len, float) * tpot_step + b * np.asarray(prefill, float))
+
+
+def tpot_with_prefill(tpot_step: ArrayLike, batch: ArrayLike, output_len: ArrayLike,
+                      prefill: ArrayLike) -> Array:
+    """TPOT users see when prefills steal decode time: TPOT(B) / (1 - R t_pf)
+    = TPOT(B) + B t_pf / O."""
+    return np.asarray(tpot_step, float) + np.asarray(batch, float) * prefill / np.asarray(
+        output_len, float
+    )

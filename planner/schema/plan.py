@@ -1,0 +1,107 @@
+"""The plan: what `pipeline.plan()` returns and every report or export renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class RequestClassPlan:
+    """One request class as planned: its demand, shape and the SLA it was held to."""
+
+    name: str
+    requests_per_second: float
+    input_tokens: int
+    output_tokens: int
+    tpot_ms: float | None
+    ttft_ms: float | None
+    statistic: str
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One line of the fleet: a candidate and how many replicas of it to run."""
+
+    gpu: str
+    tp: int
+    quant: str
+    kv_dtype: str
+    batch: int
+    replicas: int
+    gpus: int
+    price_usd_per_gpu_hour: float
+    price_provider: str
+    cost_per_hour_usd: float
+    requests_per_s: float
+    capacity_requests_per_s: float
+    load_by_class: dict[str, float]
+    tpot_ms: float
+    ttft_ms: float
+    tpot_ms_by_class: dict[str, float]
+    ttft_ms_by_class: dict[str, float]
+
+
+@dataclass(frozen=True)
+class FleetSummary:
+    """A solved fleet and its totals."""
+
+    status: str
+    deployments: tuple[Deployment, ...]
+    total_cost_per_hour_usd: float
+    total_gpus: int
+    cost_per_1k_output_tokens_usd: float
+    cost_per_1m_tokens_usd: float
+    lower_bound_per_hour_usd: float
+    gap: float
+    solve_seconds: float
+
+    @property
+    def monthly_cost_usd(self) -> float:
+        from planner.units import HOURS_PER_MONTH
+
+        return self.total_cost_per_hour_usd * HOURS_PER_MONTH
+
+
+@dataclass(frozen=True)
+class ApiQuote:
+    """One API offering priced at the scenario's demand."""
+
+    provider: str
+    provider_model_id: str
+    input_usd_per_1m: float
+    output_usd_per_1m: float
+    cost_per_hour_usd: float
+    monthly_cost_usd: float
+    cost_per_1k_output_tokens_usd: float
+    source: str
+    as_of: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything planner concluded for one scenario."""
+
+    scenario_name: str
+    model_id: str
+    engine: str
+    classes: tuple[RequestClassPlan, ...]
+    utilisation: float
+    fleet: FleetSummary
+    single_gpu_best: FleetSummary | None
+    single_gpu_best_gpu: str | None
+    candidates: pd.DataFrame  # every evaluated row, with sla_ok and why it failed
+    offered: pd.DataFrame  # SLA-feasible candidates given to the solver, capacity per class
+    api_quotes: tuple[ApiQuote, ...]
+    assumptions: pd.DataFrame
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def total_requests_per_s(self) -> float:
+        return sum(c.requests_per_second for c in self.classes)
+
+    @property
+    def cheapest_api(self) -> ApiQuote | None:
+        return min(self.api_quotes, key=lambda q: q.cost_per_hour_usd, default=None)
