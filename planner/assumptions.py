@@ -27,8 +27,16 @@ def _gpu_rows(gpu: Gpu, price: Price | None) -> list[tuple]:
     ]
     if price is not None:
         rows.append(
-            ("price", gpu.id, f"$/GPU-hour ({price.provider})", price.usd_per_gpu_hour,
-             "$/GPU-h", price.source, price.as_of, price.assumption)
+            (
+                "price",
+                gpu.id,
+                f"$/GPU-hour ({price.provider})",
+                price.usd_per_gpu_hour,
+                "$/GPU-h",
+                price.source,
+                price.as_of,
+                price.assumption,
+            )
         )
     return rows
 
@@ -49,8 +57,18 @@ def _model_rows(model: Model) -> list[tuple]:
 
 def _scenario_rows(scenario: Scenario) -> list[tuple]:
     src = "scenario file"
-    rows = [("scenario", "search", "target utilisation", scenario.search.target_utilization,
-             "fraction", src, "scenario", True)]
+    rows = [
+        (
+            "scenario",
+            "search",
+            "target utilisation",
+            scenario.search.target_utilization,
+            "fraction",
+            src,
+            "scenario",
+            True,
+        )
+    ]
     for name, rate, i_len, o_len, _ in scenario.workload.resolved_classes():
         rows += [
             ("scenario", name, "demand", rate, "req/s", src, "scenario", True),
@@ -60,19 +78,31 @@ def _scenario_rows(scenario: Scenario) -> list[tuple]:
     return rows
 
 
-def assumption_table(scenario: Scenario, catalog: Catalog, model: Model, gpus: list[Gpu],
-                     prices: dict[str, Price]) -> pd.DataFrame:
+def assumption_table(
+    scenario: Scenario, catalog: Catalog, model: Model, gpus: list[Gpu], prices: dict[str, Price]
+) -> pd.DataFrame:
     """One row per fact: category, item, field, value, unit, source, date, assumption flag."""
     rows = _scenario_rows(scenario) + _model_rows(model)
     for gpu in gpus:
         rows += _gpu_rows(gpu, prices.get(gpu.id))
     for q_id in scenario.search.quants:
         q = catalog.quant(q_id)
-        rows.append(("quant", q.id, "weight bytes per parameter", q.weight_bytes_per_param,
-                     "bytes", q.provenance.source, q.provenance.as_of, False))
+        rows.append(
+            (
+                "quant",
+                q.id,
+                "weight bytes per parameter",
+                q.weight_bytes_per_param,
+                "bytes",
+                q.provenance.source,
+                q.provenance.as_of,
+                False,
+            )
+        )
     engine = catalog.engine(scenario.engine)
     for family, eff in [("default", engine.default), *engine.families.items()]:
         for k, v in eff.model_dump().items():
-            rows.append(("engine", f"{engine.id}/{family}", k, v, "", engine.source,
-                         engine.as_of, False))
+            rows.append(
+                ("engine", f"{engine.id}/{family}", k, v, "", engine.source, engine.as_of, False)
+            )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -68,12 +68,17 @@ def _fleet_message(scenario: Scenario, problem: FleetProblem) -> str:
     """The candidates exist but the fleet limits bind: say which and what would do."""
     c = scenario.constraints
     msgs = []
-    no_budget = solve_fleet(problem.relaxed(budget=True), scenario.solver.backend,
-                            scenario.solver.time_limit_s)
-    no_gpu_cap = solve_fleet(problem.relaxed(gpus=True), scenario.solver.backend,
-                             scenario.solver.time_limit_s)
-    free = solve_fleet(problem.relaxed(budget=True, gpus=True), scenario.solver.backend,
-                       scenario.solver.time_limit_s)
+    no_budget = solve_fleet(
+        problem.relaxed(budget=True), scenario.solver.backend, scenario.solver.time_limit_s
+    )
+    no_gpu_cap = solve_fleet(
+        problem.relaxed(gpus=True), scenario.solver.backend, scenario.solver.time_limit_s
+    )
+    free = solve_fleet(
+        problem.relaxed(budget=True, gpus=True),
+        scenario.solver.backend,
+        scenario.solver.time_limit_s,
+    )
     if problem.budget_per_hour is not None and no_budget.status != "infeasible":
         need = no_budget.cost_per_hour * HOURS_PER_MONTH
         msgs.append(
@@ -107,9 +112,16 @@ def _fleet_text(problem: FleetProblem, replicas) -> str:
     return ", ".join(f"{n} x {g}" for g, n in sorted(parts.items()) if n)
 
 
-def explain_infeasible(scenario: Scenario, model: Model, classes: tuple[RequestClassPlan, ...],
-                       rows: pd.DataFrame, rejected: pd.DataFrame, problem: FleetProblem,
-                       gpus: list[Gpu], prices: dict[str, Price]) -> None:
+def explain_infeasible(
+    scenario: Scenario,
+    model: Model,
+    classes: tuple[RequestClassPlan, ...],
+    rows: pd.DataFrame,
+    rejected: pd.DataFrame,
+    problem: FleetProblem,
+    gpus: list[Gpu],
+    prices: dict[str, Price],
+) -> None:
     """Raise an InfeasibleError naming the binding constraint."""
     if not prices:
         raise InfeasibleError(

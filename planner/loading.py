@@ -136,6 +136,4 @@ def load_yaml_model(path: Path, model: type[M]) -> M:
 
 def is_finite_number(value: Any) -> bool:
     """True for a real, finite int or float (bools excluded)."""
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

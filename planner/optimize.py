@@ -1,13 +1,13 @@
 """The only PuLP user: the fleet mixed-integer program of MODEL.md.
 
-    minimise    sum_c kappa[c] n[c]
-    subject to  sum_c x[c,w] = lambda[w]              demand_{w}
-                sum_w x[c,w] / mu[c,w] <= n[c]        capacity_{c}  (mu already at rho)
-                sum_{c on g} t[c] n[c] <= avail[g]    inventory_{g}
-                sum_c t[c] n[c] <= max_gpus           max_gpus
-                sum_c n[c] >= min_replicas            redundancy
-                sum_c kappa[c] n[c] <= budget         budget
-                n integer >= 0, x >= 0
+minimise    sum_c kappa[c] n[c]
+subject to  sum_c x[c,w] = lambda[w]              demand_{w}
+            sum_w x[c,w] / mu[c,w] <= n[c]        capacity_{c}  (mu already at rho)
+            sum_{c on g} t[c] n[c] <= avail[g]    inventory_{g}
+            sum_c t[c] n[c] <= max_gpus           max_gpus
+            sum_c n[c] >= min_replicas            redundancy
+            sum_c kappa[c] n[c] <= budget         budget
+            n integer >= 0, x >= 0
 """
 
 from __future__ import annotations
@@ -153,8 +153,12 @@ def lp_lower_bound(problem: FleetProblem, backend: str = "cbc") -> float:
     return float(pulp.value(lp.objective) or 0.0)
 
 
-def solve_fleet(problem: FleetProblem, backend: str = "cbc", time_limit_s: float = 10.0,
-                lp_path: str | None = None) -> FleetSolution:
+def solve_fleet(
+    problem: FleetProblem,
+    backend: str = "cbc",
+    time_limit_s: float = 10.0,
+    lp_path: str | None = None,
+) -> FleetSolution:
     """Solve the fleet MIP; the status says optimal, time_limit (with gap) or infeasible."""
     empty = np.zeros(problem.n_candidates, dtype=np.int64)
     no_load = np.zeros(problem.capacity.shape)

@@ -51,9 +51,12 @@ def request_classes(scenario: Scenario) -> tuple[RequestClassPlan, ...]:
 def allowed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
     """The scenario's GPU list (default: the whole catalog) minus exclusions; ids checked."""
     hw = scenario.hardware
-    for key, ids in (("hardware.gpus", hw.gpus or []), ("hardware.exclude", hw.exclude),
-                     ("hardware.inventory", list(hw.inventory)),
-                     ("hardware.pricing.usd_per_gpu_hour", list(hw.pricing.usd_per_gpu_hour))):
+    for key, ids in (
+        ("hardware.gpus", hw.gpus or []),
+        ("hardware.exclude", hw.exclude),
+        ("hardware.inventory", list(hw.inventory)),
+        ("hardware.pricing.usd_per_gpu_hour", list(hw.pricing.usd_per_gpu_hour)),
+    ):
         for gpu_id in ids:
             if gpu_id not in catalog.gpus:
                 raise InputError(f"{key}: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
@@ -72,9 +75,13 @@ def _batches(scenario: Scenario) -> list[int]:
     return chosen
 
 
-def evaluate_classes(scenario: Scenario, catalog: Catalog, model: Model,
-                     classes: tuple[RequestClassPlan, ...],
-                     prices: dict[str, Price]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate_classes(
+    scenario: Scenario,
+    catalog: Catalog,
+    model: Model,
+    classes: tuple[RequestClassPlan, ...],
+    prices: dict[str, Price],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every candidate evaluated for every class, with an SLA verdict per row."""
     gpus = allowed_gpus(scenario, catalog)
     quants = [catalog.quant(q) for q in scenario.search.quants]
@@ -82,9 +89,13 @@ def evaluate_classes(scenario: Scenario, catalog: Catalog, model: Model,
     frames, rejected = [], pd.DataFrame()
     for cls in classes:
         spec = GridSpec(
-            gpus=gpus, quants=quants, tps=scenario.search.tp,
-            kv_dtypes=scenario.search.kv_dtypes, batches=_batches(scenario),
-            shapes=[(cls.input_tokens, cls.output_tokens)], prices=prices,
+            gpus=gpus,
+            quants=quants,
+            tps=scenario.search.tp,
+            kv_dtypes=scenario.search.kv_dtypes,
+            batches=_batches(scenario),
+            shapes=[(cls.input_tokens, cls.output_tokens)],
+            prices=prices,
         )
         grid, rejected = build_grid(model, spec, engine)
         if grid.empty:
@@ -100,8 +111,12 @@ def evaluate_classes(scenario: Scenario, catalog: Catalog, model: Model,
     return table, rejected
 
 
-def _summarise(solution: FleetSolution, offered: pd.DataFrame, rows: pd.DataFrame,
-               classes: tuple[RequestClassPlan, ...]) -> FleetSummary:
+def _summarise(
+    solution: FleetSolution,
+    offered: pd.DataFrame,
+    rows: pd.DataFrame,
+    classes: tuple[RequestClassPlan, ...],
+) -> FleetSummary:
     """Turn a solver result into fleet lines with predicted latencies per class."""
     names = [c.name for c in classes]
     lines = []
@@ -118,16 +133,23 @@ def _summarise(solution: FleetSolution, offered: pd.DataFrame, rows: pd.DataFram
         first = own.iloc[0]
         lines.append(
             Deployment(
-                gpu=str(cand["gpu"]), tp=int(cand["tp"]), quant=str(cand["quant"]),
-                kv_dtype=str(cand["kv_dtype"]), batch=int(cand["batch"]), replicas=n_rep,
+                gpu=str(cand["gpu"]),
+                tp=int(cand["tp"]),
+                quant=str(cand["quant"]),
+                kv_dtype=str(cand["kv_dtype"]),
+                batch=int(cand["batch"]),
+                replicas=n_rep,
                 gpus=n_rep * int(cand["tp"]),
                 price_usd_per_gpu_hour=float(first["price_usd_per_gpu_hour"]),
                 price_provider=str(first["price_provider"]),
                 cost_per_hour_usd=n_rep * float(cand["cost_per_hour_usd"]),
                 requests_per_s=sum(load.values()),
                 capacity_requests_per_s=_capacity(load, cand, names, n_rep),
-                load_by_class=load, tpot_ms=max(tpot.values()), ttft_ms=max(ttft.values()),
-                tpot_ms_by_class=tpot, ttft_ms_by_class=ttft,
+                load_by_class=load,
+                tpot_ms=max(tpot.values()),
+                ttft_ms=max(ttft.values()),
+                tpot_ms_by_class=tpot,
+                ttft_ms_by_class=ttft,
             )
         )
     return _totals(solution, tuple(lines), classes)
@@ -142,8 +164,9 @@ def _capacity(load: dict[str, float], cand: pd.Series, names: list[str], n_rep: 
     return total / used * n_rep
 
 
-def _totals(solution: FleetSolution, lines: tuple[Deployment, ...],
-            classes: tuple[RequestClassPlan, ...]) -> FleetSummary:
+def _totals(
+    solution: FleetSolution, lines: tuple[Deployment, ...], classes: tuple[RequestClassPlan, ...]
+) -> FleetSummary:
     cost = sum(d.cost_per_hour_usd for d in lines)
     out_tok_s = sum(c.requests_per_second * c.output_tokens for c in classes)
     all_tok_s = sum(c.requests_per_second * (c.input_tokens + c.output_tokens) for c in classes)
@@ -173,8 +196,15 @@ def _single_gpu_best(problem, offered, rows, classes, scenario):
         full[keep] = sol.replicas
         load = np.zeros(problem.capacity.shape)
         load[keep] = sol.load
-        widened = FleetSolution(sol.status, full, load, sol.cost_per_hour, sol.lower_bound,
-                                sol.solve_seconds, sol.backend)
+        widened = FleetSolution(
+            sol.status,
+            full,
+            load,
+            sol.cost_per_hour,
+            sol.lower_bound,
+            sol.solve_seconds,
+            sol.backend,
+        )
         summary = _summarise(widened, offered, rows, classes)
         if best is None or summary.total_cost_per_hour_usd < best[0].total_cost_per_hour_usd:
             best = (summary, gpu_id)
@@ -199,15 +229,21 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     feasible = rows[rows["sla_ok"]] if not rows.empty else rows
     offered = (
         prune_dominated(capacity_matrix(feasible, names), names)
-        if not feasible.empty else pd.DataFrame()
+        if not feasible.empty
+        else pd.DataFrame()
     )
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(
-        offered if not offered.empty else pd.DataFrame(columns=["gpu", "tp",
-                                                                "cost_per_hour_usd", *names]),
-        names, [cl.requests_per_second for cl in classes],
-        dict(scenario.hardware.inventory), c.max_gpus, budget, c.min_replicas,
+        offered
+        if not offered.empty
+        else pd.DataFrame(columns=["gpu", "tp", "cost_per_hour_usd", *names]),
+        names,
+        [cl.requests_per_second for cl in classes],
+        dict(scenario.hardware.inventory),
+        c.max_gpus,
+        budget,
+        c.min_replicas,
     )
     t0 = time.perf_counter()
     solution = solve_fleet(problem, scenario.solver.backend, scenario.solver.time_limit_s)

@@ -26,14 +26,15 @@ def gpu_price(gpu: Gpu, pricing: Pricing) -> Price | None:
     return Price(row.usd_per_gpu_hour, row.provider, row.source, row.as_of)
 
 
-def api_quotes(catalog: Catalog, model_id: str,
-               classes: tuple[RequestClassPlan, ...]) -> tuple[ApiQuote, ...]:
+def api_quotes(
+    catalog: Catalog, model_id: str, classes: tuple[RequestClassPlan, ...]
+) -> tuple[ApiQuote, ...]:
     """Every API offering of the model priced at the scenario's demand, cheapest first."""
     tokens_in = sum(c.requests_per_second * c.input_tokens for c in classes)
     tokens_out = sum(c.requests_per_second * c.output_tokens for c in classes)
     quotes = []
     for provider, offer in catalog.api_offerings(model_id):
-        per_s = (tokens_in * offer.input_usd_per_1m + tokens_out * offer.output_usd_per_1m)
+        per_s = tokens_in * offer.input_usd_per_1m + tokens_out * offer.output_usd_per_1m
         per_hour = per_s / TOKENS_PER_1M * SECONDS_PER_HOUR
         per_1k_out = per_hour / (SECONDS_PER_HOUR * tokens_out) * 1e3 if tokens_out else 0.0
         quotes.append(

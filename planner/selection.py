@@ -24,11 +24,17 @@ def sla_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | Non
         msg = rows["ttft_ms"].map(lambda v: f"TTFT {v:.0f} ms > {ttft_ms:g} ms")
         reasons = reasons.where(~ttft_bad | (reasons != ""), msg)
     oom = ~rows["fits"].astype(bool)
-    msg = rows.apply(
-        lambda r: f"out of memory: needs {r.memory_per_gpu_gb:.1f} GB/GPU, "
-        f"{r.memory_usable_gb:.1f} usable (max batch {int(r.max_batch)})",
-        axis=1,
-    ) if oom.any() else reasons
+    msg = (
+        rows.apply(
+            lambda r: (
+                f"out of memory: needs {r.memory_per_gpu_gb:.1f} GB/GPU, "
+                f"{r.memory_usable_gb:.1f} usable (max batch {int(r.max_batch)})"
+            ),
+            axis=1,
+        )
+        if oom.any()
+        else reasons
+    )
     reasons = reasons.where(~oom, msg)
     return reasons
 
@@ -61,9 +67,15 @@ def prune_dominated(cands: pd.DataFrame, class_names: list[str]) -> pd.DataFrame
     return cands[keep].reset_index(drop=True)
 
 
-def fleet_problem(cands: pd.DataFrame, class_names: list[str], demand: list[float],
-                  inventory: dict[str, int], max_gpus: int | None,
-                  budget_per_hour: float | None, min_replicas: int) -> FleetProblem:
+def fleet_problem(
+    cands: pd.DataFrame,
+    class_names: list[str],
+    demand: list[float],
+    inventory: dict[str, int],
+    max_gpus: int | None,
+    budget_per_hour: float | None,
+    min_replicas: int,
+) -> FleetProblem:
     """The integer program's data from the pruned candidate table."""
     return FleetProblem(
         gpu=tuple(cands["gpu"]),

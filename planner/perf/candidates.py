@@ -90,8 +90,7 @@ def check_tp(model: Model, gpu: Gpu, tp: int) -> None:
         )
     if model.num_attention_heads % tp:
         raise InvalidCombination(
-            f"tp {tp} does not divide the {model.num_attention_heads} attention heads "
-            f"of {model.id}"
+            f"tp {tp} does not divide the {model.num_attention_heads} attention heads of {model.id}"
         )
 
 
@@ -104,8 +103,9 @@ def check_kv(quant: Quant, kv_dtype: str) -> None:
         )
 
 
-def deployment_rows(model: Model, spec: GridSpec, engine: EngineProfile | None,
-                    ideal: bool) -> tuple[list[dict], list[dict]]:
+def deployment_rows(
+    model: Model, spec: GridSpec, engine: EngineProfile | None, ideal: bool
+) -> tuple[list[dict], list[dict]]:
     """Valid (gpu, tp, quant, kv) combinations with their resolved constants, and the
     rejected ones with reasons."""
     ok: list[dict] = []
@@ -129,8 +129,9 @@ def deployment_rows(model: Model, spec: GridSpec, engine: EngineProfile | None,
     return ok, rejected
 
 
-def _resolved_row(key: dict, gpu: Gpu, quant: Quant, dtype: str, eff: Efficiency,
-                  price: Price | None) -> dict:
+def _resolved_row(
+    key: dict, gpu: Gpu, quant: Quant, dtype: str, eff: Efficiency, price: Price | None
+) -> dict:
     return {
         **key,
         "compute_dtype": dtype,
@@ -146,8 +147,9 @@ def _resolved_row(key: dict, gpu: Gpu, quant: Quant, dtype: str, eff: Efficiency
     }
 
 
-def build_grid(model: Model, spec: GridSpec, engine: EngineProfile | None,
-               ideal: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+def build_grid(
+    model: Model, spec: GridSpec, engine: EngineProfile | None, ideal: bool = False
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The full grid (deployments x batches x shapes) and the rejected deployments."""
     ok, rejected = deployment_rows(model, spec, engine, ideal)
     deployments = pd.DataFrame(ok)

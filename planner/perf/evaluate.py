@@ -52,8 +52,10 @@ def flops_prefill_per_request(model: Model, input_len: np.ndarray) -> np.ndarray
         input_len, model.n_global_layers, model.n_sliding_layers, window
     )
     head = model.vocab_size * model.hidden_size
-    return 2.0 * body * input_len + 2.0 * head + 4.0 * model.num_attention_heads * (
-        model.head_dim * pairs
+    return (
+        2.0 * body * input_len
+        + 2.0 * head
+        + 4.0 * model.num_attention_heads * (model.head_dim * pairs)
     )
 
 
@@ -62,9 +64,12 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     i_len, o_len = _col(df, "input_len"), _col(df, "output_len")
     kv_b = df["kv_dtype"].map(KV_BYTES).to_numpy(dtype=float)
     split = mem.kv_split(model, tp)
-    weights = mem.bytes_weights_total(
-        model, _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
-    ) / tp
+    weights = (
+        mem.bytes_weights_total(
+            model, _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
+        )
+        / tp
+    )
     kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len, kv_b) / split
     act = mem.bytes_activations_per_gpu(model, i_len, batch, tp)
     reserve = _col(df, "eff_runtime_reserve_gb") * GB
@@ -93,15 +98,20 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     w_bytes = bytes_weights_per_step(model, df, batch) / tp
     kv_bytes = batch * mem.bytes_kv_cache_per_sequence(model, context, out["_kv_bytes"])
     kv_bytes = kv_bytes / out["_split"]
-    flops = (2.0 * model.params_active_matmul * batch + attention_flops_decode(
-        model, batch, context)) / tp
+    flops = (
+        2.0 * model.params_active_matmul * batch + attention_flops_decode(model, batch, context)
+    ) / tp
     eta_mem = _col(df, "eff_eta_mem")
     t_w = rf.latency_memory(w_bytes, bw, eta_mem)
     t_kv = rf.latency_memory(kv_bytes, bw, eta_mem * _col(df, "eff_eta_kv"))
     t_c = rf.latency_compute(flops, peak, _col(df, "eff_eta_compute_decode"))
     t_comm = rf.latency_allreduce(
-        tp, model.num_hidden_layers, batch, model.hidden_size,
-        _col(df, "link_bytes_per_s"), _col(df, "eff_allreduce_latency_us") * 1e-6,
+        tp,
+        model.num_hidden_layers,
+        batch,
+        model.hidden_size,
+        _col(df, "link_bytes_per_s"),
+        _col(df, "eff_allreduce_latency_us") * 1e-6,
     )
     t_oh = _col(df, "eff_step_overhead_ms") * 1e-3
     step = np.maximum(t_w + t_kv, t_c) + t_comm + t_oh
@@ -130,8 +140,12 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     t_c = rf.latency_compute(flops, _col(df, "peak_flops"), _col(df, "eff_eta_compute_prefill"))
     t_m = rf.latency_memory(w_bytes, _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem"))
     t_comm = rf.latency_allreduce(
-        tp, model.num_hidden_layers, i_len, model.hidden_size,
-        _col(df, "link_bytes_per_s"), _col(df, "eff_allreduce_latency_us") * 1e-6,
+        tp,
+        model.num_hidden_layers,
+        i_len,
+        model.hidden_size,
+        _col(df, "link_bytes_per_s"),
+        _col(df, "eff_allreduce_latency_us") * 1e-6,
     )
     t_pf = np.maximum(t_c, t_m) + t_comm + _col(df, "eff_prefill_overhead_ms") * 1e-3
     out["prefill_ms"] = t_pf * 1e3
@@ -164,8 +178,9 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
     )
 
 
-def evaluate(model: Model, grid: pd.DataFrame, utilisation: float = 1.0,
-             statistic: str = "mean") -> pd.DataFrame:
+def evaluate(
+    model: Model, grid: pd.DataFrame, utilisation: float = 1.0, statistic: str = "mean"
+) -> pd.DataFrame:
     """Add every output column to the grid; rows keep their order."""
     if grid.empty:
         return grid.copy()

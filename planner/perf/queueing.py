@@ -61,8 +61,9 @@ def _quantile(p_wait: Array, theta: Array, prob: float | None) -> Array:
     return np.where(p_wait > tail, q, 0.0)
 
 
-def wait_for_slot(batch: ArrayLike, utilisation: ArrayLike, slot_time_s: ArrayLike,
-                  statistic: str = "mean") -> Array:
+def wait_for_slot(
+    batch: ArrayLike, utilisation: ArrayLike, slot_time_s: ArrayLike, statistic: str = "mean"
+) -> Array:
     """Seconds an arrival waits for a free sequence slot (M/D/c, c = batch, load = u * c)."""
     c = np.asarray(batch, dtype=float)
     a = np.asarray(utilisation, dtype=float) * c
@@ -73,8 +74,9 @@ def wait_for_slot(batch: ArrayLike, utilisation: ArrayLike, slot_time_s: ArrayLi
     return np.where(a < c, out, np.inf)
 
 
-def wait_for_prefill(arrival_rate: ArrayLike, prefill_s: ArrayLike,
-                     statistic: str = "mean") -> Array:
+def wait_for_prefill(
+    arrival_rate: ArrayLike, prefill_s: ArrayLike, statistic: str = "mean"
+) -> Array:
     """Seconds an arrival waits behind other prefills (M/D/1, Pollaczek-Khinchine mean)."""
     t = np.asarray(prefill_s, dtype=float)
     rho = np.asarray(arrival_rate, float) * t

@@ -75,16 +75,18 @@ def arithmetic_intensity(flops: ArrayLike, bytes_read: ArrayLike) -> Array:
     return np.asarray(flops, float) / np.maximum(np.asarray(bytes_read, float), 1.0)
 
 
-def serving_rate(batch: ArrayLike, output_len: ArrayLike, tpot_step: ArrayLike,
-                 prefill: ArrayLike) -> Array:
+def serving_rate(
+    batch: ArrayLike, output_len: ArrayLike, tpot_step: ArrayLike, prefill: ArrayLike
+) -> Array:
     """Requests/s of a replica holding `batch` sequences, prefill interleaved with decode:
     R = B / (O * TPOT(B) + B * t_pf)."""
     b = np.asarray(batch, float)
     return b / (np.asarray(output_len, float) * tpot_step + b * np.asarray(prefill, float))
 
 
-def tpot_with_prefill(tpot_step: ArrayLike, batch: ArrayLike, output_len: ArrayLike,
-                      prefill: ArrayLike) -> Array:
+def tpot_with_prefill(
+    tpot_step: ArrayLike, batch: ArrayLike, output_len: ArrayLike, prefill: ArrayLike
+) -> Array:
     """TPOT users see when prefills steal decode time: TPOT(B) / (1 - R t_pf)
     = TPOT(B) + B t_pf / O."""
     return np.asarray(tpot_step, float) + np.asarray(batch, float) * prefill / np.asarray(

@@ -87,7 +87,8 @@ class Workload(Strict):
 
     def _check_single(self) -> None:
         missing = [
-            k for k in ("requests_per_second", "input_tokens", "output_tokens")
+            k
+            for k in ("requests_per_second", "input_tokens", "output_tokens")
             if getattr(self, k) is None
         ]
         if missing:
@@ -114,8 +115,7 @@ class Workload(Strict):
         """(name, requests/s, input, output, sla) for every class."""
         if self.classes is None:
             assert self.requests_per_second and self.input_tokens and self.output_tokens
-            return [("all", self.requests_per_second, self.input_tokens, self.output_tokens,
-                     None)]
+            return [("all", self.requests_per_second, self.input_tokens, self.output_tokens, None)]
         out = []
         for c in self.classes:
             rate = c.requests_per_second or (c.share or 0.0) * (self.requests_per_second or 0.0)
@@ -126,8 +126,9 @@ class Workload(Strict):
 class Pricing(Strict):
     """Which price to use per GPU: a tier, optionally a provider, and explicit overrides."""
 
-    tier: Literal["on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block",
-                  "marketplace"] = "on_demand"
+    tier: Literal[
+        "on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "marketplace"
+    ] = "on_demand"
     provider: str | None = None
     usd_per_gpu_hour: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}
 

@@ -1,0 +1,377 @@
+"""Terminal tables and JSON for plans and estimates. Renders; computes nothing new."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.schema.plan import ApiQuote, Deployment, FleetSummary, Plan
+from planner.units import HOURS_PER_MONTH
+
+SIGNIFICANT_DIGITS = 10
+
+
+# ---- JSON ----------------------------------------------------------------------------------
+def stable(value: Any) -> Any:
+    """Plain, deterministic JSON values: floats to 10 significant digits, NaN/inf to None."""
+    if isinstance(value, dict):
+        return {str(k): stable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [stable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+    return value
+
+
+def to_json(obj: dict) -> str:
+    """Sorted keys, stable floats: the same input gives the same bytes."""
+    return json.dumps(stable(obj), sort_keys=True, indent=2) + "\n"
+
+
+ESTIMATE_KEYS = [
+    "model",
+    "gpu",
+    "tp",
+    "quant",
+    "kv_dtype",
+    "compute_dtype",
+    "batch",
+    "input_len",
+    "output_len",
+    "engine",
+    "fits",
+    "memory_per_gpu_gb",
+    "memory_usable_gb",
+    "memory_shortfall_gb",
+    "max_batch",
+    "weights_per_gpu_gb",
+    "kv_cache_per_gpu_gb",
+    "tpot_ms",
+    "tpot_step_ms",
+    "ttft_ms",
+    "ttft_unloaded_ms",
+    "prefill_ms",
+    "throughput_tok_s",
+    "requests_per_s",
+    "cost_per_hour_usd",
+    "cost_per_1k_output_tokens_usd",
+    "cost_per_request_usd",
+    "bound",
+    "prefill_bound",
+    "intensity_flop_per_byte",
+    "ridge_flop_per_byte",
+    "price_usd_per_gpu_hour",
+    "price_provider",
+]
+BREAKDOWN_KEYS = {
+    "weights_ms": "t_weights_ms",
+    "kv_cache_ms": "t_kv_ms",
+    "memory_ms": "t_memory_ms",
+    "compute_ms": "t_compute_ms",
+    "communication_ms": "t_comm_ms",
+    "overhead_ms": "t_overhead_ms",
+    "step_ms": "tpot_step_ms",
+    "prefill_interference_ms": None,
+}
+
+
+def estimate_dict(row: pd.Series) -> dict:
+    """The estimate as one JSON object with a `breakdown` of the TPOT terms in ms."""
+    out = {k: row[k] for k in ESTIMATE_KEYS}
+    out["fits"] = bool(row["fits"])
+    breakdown = {k: row[v] for k, v in BREAKDOWN_KEYS.items() if v}
+    breakdown["prefill_interference_ms"] = row["tpot_ms"] - row["tpot_step_ms"]
+    out["breakdown"] = breakdown
+    return out
+
+
+def _deployment_dict(d: Deployment) -> dict:
+    return {
+        "gpu": d.gpu,
+        "tp": d.tp,
+        "quant": d.quant,
+        "kv_dtype": d.kv_dtype,
+        "batch": d.batch,
+        "replicas": d.replicas,
+        "gpus": d.gpus,
+        "tpot_ms": d.tpot_ms,
+        "ttft_ms": d.ttft_ms,
+        "requests_per_s": d.requests_per_s,
+        "capacity_requests_per_s": d.capacity_requests_per_s,
+        "cost_per_hour_usd": d.cost_per_hour_usd,
+        "price_usd_per_gpu_hour": d.price_usd_per_gpu_hour,
+        "price_provider": d.price_provider,
+        "load_by_class": d.load_by_class,
+        "tpot_ms_by_class": d.tpot_ms_by_class,
+        "ttft_ms_by_class": d.ttft_ms_by_class,
+    }
+
+
+def fleet_dict(f: FleetSummary) -> dict:
+    return {
+        "status": f.status,
+        "total_cost_per_hour_usd": f.total_cost_per_hour_usd,
+        "monthly_cost_usd": f.monthly_cost_usd,
+        "total_gpus": f.total_gpus,
+        "cost_per_1k_output_tokens_usd": f.cost_per_1k_output_tokens_usd,
+        "cost_per_1m_tokens_usd": f.cost_per_1m_tokens_usd,
+        "gap": f.gap,
+        "fleet": [_deployment_dict(d) for d in f.deployments],
+    }
+
+
+def _quote_dict(q: ApiQuote) -> dict:
+    return {k: getattr(q, k) for k in q.__dataclass_fields__}
+
+
+def offered_records(plan: Plan) -> list[dict]:
+    """Every SLA-feasible candidate offered to the solver, one record per (candidate, class)."""
+    names = [c.name for c in plan.classes]
+    out = []
+    for _, r in plan.offered.iterrows():
+        for n in names:
+            if r[n] > 0:
+                out.append(
+                    {
+                        "class": n,
+                        "gpu": r["gpu"],
+                        "tp": int(r["tp"]),
+                        "quant": r["quant"],
+                        "kv_dtype": r["kv_dtype"],
+                        "batch": int(r["batch"]),
+                        "capacity_requests_per_s": float(r[n]),
+                        "cost_per_hour_usd": float(r["cost_per_hour_usd"]),
+                    }
+                )
+    return out
+
+
+def plan_dict(plan: Plan) -> dict:
+    """The plan as one JSON object (timings left out so reruns are byte-identical)."""
+    out = fleet_dict(plan.fleet)
+    out.update(
+        scenario=plan.scenario_name,
+        model=plan.model_id,
+        engine=plan.engine,
+        target_utilization=plan.utilisation,
+        demand_requests_per_s=plan.total_requests_per_s,
+        classes=[c.__dict__ for c in plan.classes],
+        candidates=offered_records(plan),
+        candidates_evaluated=len(plan.candidates),
+        single_gpu_best=(
+            {"gpu": plan.single_gpu_best_gpu, **fleet_dict(plan.single_gpu_best)}
+            if plan.single_gpu_best
+            else None
+        ),
+        api=[_quote_dict(q) for q in plan.api_quotes],
+        cheapest_api=_quote_dict(plan.cheapest_api) if plan.cheapest_api else None,
+        notes=list(plan.notes),
+    )
+    out["lower_bound_per_hour_usd"] = plan.fleet.lower_bound_per_hour_usd
+    return out
+
+
+# ---- terminal ------------------------------------------------------------------------------
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:
+    """A plain aligned table: text left, numbers right."""
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    numeric = [align[i] == "r" if i < len(align) else _is_num(rows, i) for i in range(len(headers))]
+    lines = []
+    for j, r in enumerate(cells):
+        parts = [
+            c.rjust(w) if numeric[i] else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        lines.append("  ".join(parts).rstrip())
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _is_num(rows: Sequence[Sequence[Any]], i: int) -> bool:
+    return bool(rows) and all(
+        isinstance(r[i], int | float | np.number)
+        or str(r[i]).lstrip("$-").replace(",", "").replace(".", "").replace("%", "").isdigit()
+        for r in rows
+    )
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float | np.floating):
+        return f"{v:,.2f}" if abs(v) >= 100 else f"{v:.3g}"
+    return str(v)
+
+
+def money(v: float, digits: int = 2) -> str:
+    return f"${v:,.{digits}f}" if math.isfinite(v) else "n/a"
+
+
+def render_estimate(row: pd.Series) -> str:
+    """A readable breakdown of one deployment."""
+    head = (
+        f"{row['model']} on {row['tp']} x {row['gpu']}  {row['quant']} weights "
+        f"({row['compute_dtype']} math), KV {row['kv_dtype']}, batch {row['batch']}, "
+        f"{row['input_len']} in / {row['output_len']} out  [{row['engine']}]"
+    )
+    fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {row['memory_shortfall_gb']:.1f} GB"
+    mem = (
+        f"Memory per GPU: {row['memory_per_gpu_gb']:.1f} GB of {row['memory_usable_gb']:.1f}"
+        f" usable ({fit}); weights {row['weights_per_gpu_gb']:.1f} GB, KV cache "
+        f"{row['kv_cache_per_gpu_gb']:.1f} GB, activations {row['activations_per_gpu_gb']:.2f}"
+        f" GB; largest batch that fits: {row['max_batch']}"
+    )
+    terms = [
+        ("read weights", row["t_weights_ms"], f"{row['bytes_weights_per_step_gb']:.2f} GB/GPU"),
+        ("read KV cache", row["t_kv_ms"], f"{row['bytes_kv_per_step_gb']:.2f} GB/GPU"),
+        ("compute", row["t_compute_ms"], f"{row['flops_per_step_tflop']:.3f} TFLOP/GPU"),
+        ("all-reduce", row["t_comm_ms"], f"tp {row['tp']}"),
+        ("fixed overhead", row["t_overhead_ms"], "launch, scheduling, sampling"),
+        ("decode step", row["tpot_step_ms"], "max(memory, compute) + comm + overhead"),
+        ("prefill interference", row["tpot_ms"] - row["tpot_step_ms"], "B x prefill / O"),
+        ("TPOT", row["tpot_ms"], "what a user sees"),
+    ]
+    bound = (
+        f"Bound: {row['bound']} (intensity {row['intensity_flop_per_byte']:.1f} FLOP/B vs "
+        f"ridge {row['ridge_flop_per_byte']:.0f} FLOP/B)"
+    )
+    serve = (
+        f"Prefill {row['prefill_ms']:.1f} ms ({row['prefill_bound']}-bound); TTFT "
+        f"{row['ttft_ms']:.1f} ms at planned load, {row['ttft_unloaded_ms']:.1f} ms idle\n"
+        f"Throughput {row['throughput_tok_s']:,.0f} output tok/s, "
+        f"{row['requests_per_s']:.2f} req/s per replica"
+    )
+    price = row["price_usd_per_gpu_hour"]
+    cost = (
+        "Cost: no price in the catalog for this GPU (pass --price)"
+        if not math.isfinite(price)
+        else f"Cost {money(row['cost_per_hour_usd'])}/h ({row['tp']} x {money(price)} "
+        f"{row['price_provider']}), {money(row['cost_per_1k_output_tokens_usd'], 4)} "
+        f"per 1K output tokens, {money(row['cost_per_request_usd'], 5)} per request"
+    )
+    tbl = table(["TPOT term", "ms", "detail"], [(n, float(v), d) for n, v, d in terms], "lrl")
+    return "\n".join([head, mem, "", tbl, "", bound, serve, cost])
+
+
+def _fleet_rows(f: FleetSummary) -> list[tuple]:
+    rows = []
+    for d in f.deployments:
+        rows.append(
+            (
+                d.gpu,
+                d.gpus,
+                d.tp,
+                d.quant,
+                d.kv_dtype,
+                d.batch,
+                d.replicas,
+                f"{d.requests_per_s:.2f}",
+                f"{d.tpot_ms:.1f}",
+                f"{d.ttft_ms:.0f}",
+                money(d.cost_per_hour_usd),
+                money(d.cost_per_hour_usd * HOURS_PER_MONTH, 0),
+            )
+        )
+    return rows
+
+
+def render_plan(plan: Plan) -> str:
+    """The terminal summary of a plan."""
+    f = plan.fleet
+    status = f.status if f.status == "optimal" else f"{f.status} (gap {f.gap:.1%} to LP bound)"
+    lines = [
+        f"Plan for {plan.scenario_name}: {plan.model_id} on {plan.engine}, "
+        f"{plan.total_requests_per_s:g} req/s peak, utilisation target "
+        f"{plan.utilisation:.0%}  [solver: {status}]",
+        "",
+    ]
+    lines.append(
+        table(
+            ["class", "req/s", "in", "out", "SLA TPOT ms", "SLA TTFT ms", "stat"],
+            [
+                (
+                    c.name,
+                    f"{c.requests_per_second:g}",
+                    c.input_tokens,
+                    c.output_tokens,
+                    c.tpot_ms or "-",
+                    c.ttft_ms or "-",
+                    c.statistic,
+                )
+                for c in plan.classes
+            ],
+        )
+    )
+    lines += [
+        "",
+        table(
+            [
+                "GPU",
+                "GPUs",
+                "tp",
+                "quant",
+                "kv",
+                "batch",
+                "replicas",
+                "req/s",
+                "TPOT ms",
+                "TTFT ms",
+                "$/h",
+                "$/month",
+            ],
+            _fleet_rows(f),
+        ),
+    ]
+    lines += [
+        "",
+        f"Total: {f.total_gpus} GPUs, {money(f.total_cost_per_hour_usd)}/h, "
+        f"{money(f.monthly_cost_usd, 0)}/month; {money(f.cost_per_1k_output_tokens_usd, 4)}"
+        f" per 1K output tokens, {money(f.cost_per_1m_tokens_usd, 3)} per 1M tokens "
+        f"(input + output)",
+    ]
+    lines += _comparison_lines(plan)
+    lines += [f"Note: {n}" for n in plan.notes]
+    return "\n".join(lines)
+
+
+def _comparison_lines(plan: Plan) -> list[str]:
+    f, out = plan.fleet, [""]
+    if plan.single_gpu_best is not None:
+        s = plan.single_gpu_best
+        saving = s.total_cost_per_hour_usd - f.total_cost_per_hour_usd
+        out.append(
+            f"Best single-GPU-type plan: {s.total_gpus} x {plan.single_gpu_best_gpu}, "
+            f"{money(s.monthly_cost_usd, 0)}/month"
+            + (
+                f"; the mix saves {money(saving * HOURS_PER_MONTH, 0)}/month "
+                f"({saving / s.total_cost_per_hour_usd:.1%})"
+                if saving > 1e-6
+                else " (the optimum uses one GPU type)"
+            )
+        )
+    api = plan.cheapest_api
+    if api is None:
+        out.append(f"No API in the catalog serves {plan.model_id}.")
+    else:
+        diff = api.monthly_cost_usd - f.monthly_cost_usd
+        verdict = (
+            f"self-hosting saves {money(diff, 0)}/month"
+            if diff > 0
+            else f"the API is cheaper by {money(-diff, 0)}/month"
+        )
+        out.append(
+            f"Cheapest API: {api.provider} {api.provider_model_id} "
+            f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
+            f"as of {api.as_of}): {money(api.monthly_cost_usd, 0)}/month at this demand "
+            f"around the clock; {verdict}"
+        )
+    return out

@@ -1,0 +1,76 @@
+"""Reading a scenario file: strict validation, and a config.json model imported on the way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.catalog import Catalog
+from planner.errors import InputError, unknown_name_message
+from planner.hf_import import model_from_hf_config
+from planner.loading import read_json, read_yaml, validate
+from planner.schema.scenario import Scenario
+
+
+def _looks_like_path(model: str) -> bool:
+    return model.endswith(".json") or "/" in model or "\\" in model
+
+
+def _import_model(scenario: Scenario, path: Path, catalog: Catalog) -> tuple[Scenario, Catalog]:
+    """Resolve `model: path/to/config.json` (relative to the scenario) into a catalog entry."""
+    config_path = Path(scenario.model)
+    if not config_path.is_absolute():
+        config_path = path.parent / config_path
+    if not config_path.is_file():
+        raise InputError(
+            f"{path}: model: '{scenario.model}' is neither a catalog id nor an existing "
+            f"config.json (looked for {config_path})"
+        )
+    stem = config_path.parent.name if config_path.name == "config.json" else config_path.stem
+    model_id = stem.lower().replace(" ", "-") or "imported-model"
+    try:
+        model = model_from_hf_config(read_json(config_path), model_id, str(config_path))
+    except InputError as exc:
+        raise InputError(f"{path}: model: {exc.message}") from None
+    return scenario.model_copy(update={"model": model.id}), catalog.with_model(model)
+
+
+def load_scenario(path: str | Path, catalog: Catalog) -> tuple[Scenario, Catalog]:
+    """Validate a scenario file; its name defaults to the file's stem."""
+    path = Path(path)
+    scenario = validate(read_yaml(path), Scenario, path)
+    if scenario.name is None:
+        scenario = scenario.model_copy(update={"name": path.stem})
+    if scenario.model not in catalog.models:
+        if _looks_like_path(scenario.model):
+            return _import_model(scenario, path, catalog)
+        raise InputError(
+            f"{path}: model: " + unknown_name_message("model", scenario.model, catalog.models)
+        )
+    _check_ids(scenario, path, catalog)
+    return scenario, catalog
+
+
+def _check_ids(scenario: Scenario, path: Path, catalog: Catalog) -> None:
+    """Every id the scenario names must be in the catalog; misspellings get a suggestion."""
+    checks = [
+        ("engine", [scenario.engine], catalog.engines, "engine profile"),
+        ("search.quants", scenario.search.quants, catalog.quants, "quantization"),
+        ("hardware.gpus", scenario.hardware.gpus or [], catalog.gpus, "GPU"),
+        ("hardware.exclude", scenario.hardware.exclude, catalog.gpus, "GPU"),
+        ("hardware.inventory", list(scenario.hardware.inventory), catalog.gpus, "GPU"),
+        (
+            "hardware.pricing.usd_per_gpu_hour",
+            list(scenario.hardware.pricing.usd_per_gpu_hour),
+            catalog.gpus,
+            "GPU",
+        ),
+    ]
+    for key, ids, table, kind in checks:
+        for i, item in enumerate(ids):
+            if item not in table:
+                where = (
+                    f"{key}[{i}]"
+                    if key in ("search.quants", "hardware.gpus", "hardware.exclude")
+                    else key
+                )
+                raise InputError(f"{path}: {where}: " + unknown_name_message(kind, item, table))
