@@ -12,8 +12,12 @@ subject to  sum_c x[c,w] = lambda[w]              demand_{w}
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,10 +148,35 @@ def _solver(backend: str, time_limit_s: float) -> pulp.LpSolver:
     return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)
 
 
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Silence solver banners written straight to file descriptor 1 (HiGHS prints one even
+    with msg=False), so `--json` output stays one clean JSON object."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # captured stdout (tests): nothing to do
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+
+
+def _run(lp: pulp.LpProblem, solver: pulp.LpSolver) -> None:
+    with _quiet_stdout():
+        lp.solve(solver)
+
+
 def lp_lower_bound(problem: FleetProblem, backend: str = "cbc") -> float:
     """The LP relaxation's optimum: a lower bound on any fleet's cost."""
     lp, _, _ = build_lp(problem, integer=False)
-    lp.solve(_solver(backend, 30.0))
+    _run(lp, _solver(backend, 30.0))
     if pulp.LpStatus[lp.status] != "Optimal":
         return math.inf
     return float(pulp.value(lp.objective) or 0.0)
@@ -169,7 +198,7 @@ def solve_fleet(
         lp.writeLP(lp_path)
     start = time.perf_counter()
     try:
-        lp.solve(_solver(backend, time_limit_s))
+        _run(lp, _solver(backend, time_limit_s))
     except pulp.PulpSolverError as exc:
         raise SolverError(f"the {backend} solver failed: {exc}") from None
     elapsed = time.perf_counter() - start

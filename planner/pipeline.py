@@ -183,6 +183,26 @@ def _totals(
     )
 
 
+def balanced(solution: FleetSolution, problem) -> FleetSolution:
+    """With one request class, spread the load over the chosen replicas in proportion to their
+    capacity (what a load balancer does), instead of the solver's arbitrary vertex."""
+    if problem.capacity.shape[1] != 1 or solution.status == "infeasible":
+        return solution
+    capacity = solution.replicas * problem.capacity[:, 0]
+    if capacity.sum() <= 0:
+        return solution
+    load = (problem.demand[0] * capacity / capacity.sum()).reshape(-1, 1)
+    return FleetSolution(
+        solution.status,
+        solution.replicas,
+        load,
+        solution.cost_per_hour,
+        solution.lower_bound,
+        solution.solve_seconds,
+        solution.backend,
+    )
+
+
 def _single_gpu_best(problem, offered, rows, classes, scenario):
     """The cheapest fleet that uses one GPU type only, for comparison with the optimum."""
     best: tuple[FleetSummary, str] | None = None
@@ -250,7 +270,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     timings["solve"] = time.perf_counter() - t0
     if solution.status == "infeasible":
         explain_infeasible(scenario, model, classes, rows, rejected, problem, gpus, prices)
-    fleet = _summarise(solution, offered, rows, classes)
+    fleet = _summarise(balanced(solution, problem), offered, rows, classes)
     t0 = time.perf_counter()
     single = _single_gpu_best(problem, offered, rows, classes, scenario)
     timings["single_gpu"] = time.perf_counter() - t0

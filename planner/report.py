@@ -208,7 +208,9 @@ def _is_num(rows: Sequence[Sequence[Any]], i: int) -> bool:
 
 def _cell(v: Any) -> str:
     if isinstance(v, float | np.floating):
-        return f"{v:,.2f}" if abs(v) >= 100 else f"{v:.3g}"
+        if float(v).is_integer():
+            return f"{int(v):,}"
+        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}"
     return str(v)
 
 

@@ -1,0 +1,194 @@
+"""The command line end to end: exit codes, messages, JSON shape, every shipped scenario."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), obj={}, catch_exceptions=False)
+
+
+def test_estimate_json_has_the_promised_keys():
+    res = invoke(
+        "estimate",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100-sxm",
+        "--tp",
+        "4",
+        "--quant",
+        "fp8",
+        "--batch",
+        "32",
+        "--input-len",
+        "2048",
+        "--output-len",
+        "256",
+        "--kv-dtype",
+        "fp8",
+        "--json",
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    for key in (
+        "model",
+        "gpu",
+        "tp",
+        "quant",
+        "kv_dtype",
+        "batch",
+        "input_len",
+        "output_len",
+        "fits",
+        "memory_per_gpu_gb",
+        "max_batch",
+        "tpot_ms",
+        "ttft_ms",
+        "throughput_tok_s",
+        "requests_per_s",
+        "cost_per_hour_usd",
+        "cost_per_1k_output_tokens_usd",
+        "bound",
+        "breakdown",
+    ):
+        assert key in data
+    assert data["kv_dtype"] == "fp8" and data["fits"] is True
+    parts = data["breakdown"]
+    assert parts["step_ms"] + parts["prefill_interference_ms"] == pytest.approx(data["tpot_ms"])
+
+
+def test_estimate_ideal_is_the_bandwidth_floor():
+    res = invoke(
+        "estimate",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h200",
+        "--tp",
+        "1",
+        "--quant",
+        "fp16",
+        "--batch",
+        "1",
+        "--input-len",
+        "1",
+        "--output-len",
+        "1",
+        "--ideal",
+        "--json",
+    )
+    data = json.loads(res.output)
+    # 70.55e9 params - 1.05e9 input embedding = 69.50e9 read at 2 bytes over 4.8 TB/s
+    assert data["breakdown"]["weights_ms"] == pytest.approx(
+        (70553706496 - 128256 * 8192) * 2 / 4.8e12 * 1e3
+    )
+    assert data["breakdown"]["overhead_ms"] == 0 and data["breakdown"]["communication_ms"] == 0
+
+
+def test_estimate_that_does_not_fit_reports_the_shortfall():
+    res = invoke(
+        "estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "bf16", "--json"
+    )
+    data = json.loads(res.output)
+    assert res.exit_code == 0 and data["fits"] is False and data["memory_shortfall_gb"] > 60
+
+
+def test_estimate_text_output_names_the_bound():
+    res = invoke("estimate", "--model", "llama-3.1-8b", "--gpu", "l40s", "--quant", "fp8")
+    assert res.exit_code == 0
+    assert "Bound: memory" in res.output and "ridge" in res.output and "TPOT" in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--model", "llama-3.1-70", "--gpu", "h100-sxm"], "did you mean 'llama-3.1-70b'"),
+        (["--model", "llama-3.1-8b", "--gpu", "h100-smx"], "did you mean 'h100-sxm'"),
+        (["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--quant", "fp9"], "did you mean"),
+        (
+            ["--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--quant", "fp4", "--tp", "16"],
+            "exceeds the scale-up domain",
+        ),
+        (["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--tp", "3"], "does not divide"),
+        (["--model", "llama-3.1-8b", "--gpu", "t4", "--quant", "fp8"], "does not run on t4"),
+        (
+            ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--input-len", "0"],
+            "--input-len: must be a positive integer",
+        ),
+        (
+            ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--output-len", "-5"],
+            "--output-len: must be a positive integer",
+        ),
+    ],
+)
+def test_estimate_bad_input_exits_2_with_one_message(args, needle):
+    res = CliRunner().invoke(cli, ["estimate", *args], obj={})
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert "Traceback" not in res.output
+
+
+def test_catalog_listings():
+    for kind in ("gpus", "models", "quants"):
+        res = invoke("catalog", kind)
+        assert res.exit_code == 0 and "id" in res.output
+        data = json.loads(invoke("catalog", kind, "--json").output)
+        assert len(data[kind]) >= 7
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
+def test_every_shipped_scenario_solves(scenario, tmp_path):
+    res = invoke("solve", str(scenario), "--json", "-o", str(tmp_path / "plan.xlsx"))
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.output)
+    assert plan["status"] in ("optimal", "time_limit")
+    assert plan["fleet"] and plan["total_cost_per_hour_usd"] > 0
+    for key in (
+        "gpu",
+        "tp",
+        "quant",
+        "kv_dtype",
+        "batch",
+        "replicas",
+        "gpus",
+        "tpot_ms",
+        "ttft_ms",
+        "requests_per_s",
+        "cost_per_hour_usd",
+    ):
+        assert all(key in d for d in plan["fleet"])
+    for key in (
+        "gpu",
+        "tp",
+        "quant",
+        "kv_dtype",
+        "batch",
+        "capacity_requests_per_s",
+        "cost_per_hour_usd",
+    ):
+        assert all(key in c for c in plan["candidates"])
+    assert (tmp_path / "plan.xlsx").is_file()
+
+
+def test_solve_json_is_byte_identical_across_runs(tmp_path):
+    scenario = str(ROOT / "scenarios" / "chatbot.yaml")
+    first = invoke("solve", scenario, "--json", "--no-export").output
+    second = invoke("solve", scenario, "--json", "--no-export").output
+    assert first == second
+
+
+def test_every_command_has_help_with_an_example():
+    for command in (["solve"], ["estimate"], ["catalog"], ["model", "import"]):
+        res = invoke(*command, "--help")
+        assert res.exit_code == 0 and "Example: planner" in res.output

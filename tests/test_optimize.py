@@ -1,0 +1,168 @@
+"""The fleet MIP against brute force, and its constraints, on small instances."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pulp
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from planner.optimize import FleetProblem, solve_fleet
+
+
+def load_feasible(problem: FleetProblem, n: tuple[int, ...]) -> bool:
+    """Can replicas `n` carry the demand? A fixed-n LP over the load split only."""
+    lp = pulp.LpProblem("check", pulp.LpMinimize)
+    x = {
+        (c, w): pulp.LpVariable(f"x{c}_{w}", 0)
+        for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True)
+    }
+    lp += pulp.lpSum(x.values())
+    for w, d in enumerate(problem.demand):
+        lp += pulp.lpSum(v for (c, ww), v in x.items() if ww == w) == float(d)
+    for c in range(problem.n_candidates):
+        lp += (
+            pulp.lpSum(v / float(problem.capacity[c, w]) for (cc, w), v in x.items() if cc == c)
+            <= n[c]
+        )
+    lp.solve(pulp.PULP_CBC_CMD(msg=False))
+    return pulp.LpStatus[lp.status] == "Optimal"
+
+
+def fleet_ok(problem: FleetProblem, n: tuple[int, ...]) -> bool:
+    gpus = sum(t * k for t, k in zip(problem.tp, n, strict=True))
+    cost = float(np.dot(problem.cost_per_hour, n))
+    if problem.max_gpus is not None and gpus > problem.max_gpus:
+        return False
+    if sum(n) < problem.min_replicas:
+        return False
+    if problem.budget_per_hour is not None and cost > problem.budget_per_hour + 1e-9:
+        return False
+    for g, avail in problem.inventory.items():
+        if (
+            sum(t * k for gg, t, k in zip(problem.gpu, problem.tp, n, strict=True) if gg == g)
+            > avail
+        ):
+            return False
+    return True
+
+
+def brute_force(problem: FleetProblem, max_n: int) -> float:
+    best = math.inf
+    for n in itertools.product(range(max_n + 1), repeat=problem.n_candidates):
+        cost = float(np.dot(problem.cost_per_hour, n))
+        if cost >= best - 1e-9 or not fleet_ok(problem, n):
+            continue
+        single = problem.capacity.shape[1] == 1
+        if single:
+            ok = float(np.dot(problem.capacity[:, 0], n)) >= problem.demand[0] - 1e-9
+        else:
+            ok = load_feasible(problem, n)
+        if ok:
+            best = cost
+    return best
+
+
+@st.composite
+def problems(draw, max_classes: int = 2):
+    n_c = draw(st.integers(1, 3))
+    n_w = draw(st.integers(1, max_classes))
+    gpu = tuple(draw(st.sampled_from(["a", "b"])) for _ in range(n_c))
+    tp = tuple(draw(st.sampled_from([1, 2, 4])) for _ in range(n_c))
+    cost = np.array([draw(st.integers(1, 20)) * t for t in tp], dtype=float)
+    cap = np.array(
+        [
+            [draw(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0])) for _ in range(n_w)]
+            for _ in range(n_c)
+        ]
+    )
+    demand = np.array([draw(st.sampled_from([0.5, 1.0, 2.5, 4.0])) for _ in range(n_w)])
+    inventory = {"a": draw(st.integers(0, 8))} if draw(st.booleans()) else {}
+    return FleetProblem(
+        gpu=gpu,
+        tp=tp,
+        cost_per_hour=cost,
+        capacity=cap,
+        demand=demand,
+        inventory=inventory,
+        min_replicas=draw(st.integers(0, 2)),
+        max_gpus=draw(st.one_of(st.none(), st.integers(2, 12))),
+    )
+
+
+@given(problems())
+def test_mip_matches_brute_force(problem):
+    solution = solve_fleet(problem, time_limit_s=10)
+    expected = brute_force(problem, max_n=5)
+    if math.isinf(expected):
+        # no fleet of at most 5 replicas per candidate; the MIP may still find a larger one
+        if solution.status != "infeasible":
+            assert (solution.replicas > 5).any()
+        return
+    assert solution.status == "optimal"
+    assert solution.cost_per_hour == pytest.approx(expected, abs=1e-6)
+
+
+@given(problems())
+def test_solution_meets_its_own_constraints(problem):
+    solution = solve_fleet(problem, time_limit_s=10)
+    if solution.status == "infeasible":
+        return
+    n = tuple(int(k) for k in solution.replicas)
+    assert fleet_ok(problem, n)
+    assert solution.load.sum(axis=0) == pytest.approx(problem.demand, abs=1e-6)
+    used = np.divide(
+        solution.load,
+        problem.capacity,
+        out=np.zeros_like(solution.load),
+        where=problem.capacity > 0,
+    ).sum(axis=1)
+    assert (used <= solution.replicas + 1e-6).all()
+    assert (solution.load[problem.capacity == 0] == 0).all()
+
+
+def test_hand_example_prefers_the_cheaper_capacity():
+    """Demand 10 req/s; A carries 4 for $3/h, B carries 3 for $2/h: 2A+1B=11 for $8 or
+    4B=12 for $8 or 1A+2B = 10 for $7 -> $7."""
+    problem = FleetProblem(
+        gpu=("a", "b"),
+        tp=(1, 1),
+        cost_per_hour=np.array([3.0, 2.0]),
+        capacity=np.array([[4.0], [3.0]]),
+        demand=np.array([10.0]),
+    )
+    sol = solve_fleet(problem)
+    assert sol.status == "optimal"
+    assert sol.cost_per_hour == pytest.approx(7.0)
+    assert list(sol.replicas) == [1, 2]
+
+
+def test_inventory_and_budget_make_it_infeasible():
+    base = dict(
+        gpu=("a",),
+        tp=(2,),
+        cost_per_hour=np.array([4.0]),
+        capacity=np.array([[1.0]]),
+        demand=np.array([3.0]),
+    )
+    assert solve_fleet(FleetProblem(**base, inventory={"a": 4})).status == "infeasible"
+    assert solve_fleet(FleetProblem(**base, budget_per_hour=10.0)).status == "infeasible"
+    assert solve_fleet(FleetProblem(**base)).cost_per_hour == pytest.approx(12.0)
+
+
+def test_highs_backend_agrees_with_cbc():
+    problem = FleetProblem(
+        gpu=("a", "b", "a"),
+        tp=(1, 2, 4),
+        cost_per_hour=np.array([2.0, 3.5, 7.0]),
+        capacity=np.array([[1.0, 0.5], [2.2, 1.0], [4.5, 2.5]]),
+        demand=np.array([7.0, 3.0]),
+        min_replicas=2,
+    )
+    cbc = solve_fleet(problem, "cbc")
+    highs = solve_fleet(problem, "highs")
+    assert cbc.cost_per_hour == pytest.approx(highs.cost_per_hour)
