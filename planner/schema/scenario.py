@@ -176,7 +176,7 @@ class Solver(Strict):
     """MIP backend and its time limit."""
 
     backend: Literal["cbc", "highs"] = "cbc"
-    time_limit_s: float = Field(default=10.0, gt=0, le=3600)
+    time_limit_s: float = Field(default=5.0, gt=0, le=3600)
 
 
 class Scenario(Strict):
