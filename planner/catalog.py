@@ -33,6 +33,10 @@ class Catalog:
     apis: dict[str, ApiProvider] = field(default_factory=dict)
     root: str = ""
 
+    def __repr__(self) -> str:
+        return (f"Catalog({self.root!r}: {len(self.gpus)} GPUs, {len(self.models)} models, "
+                f"{len(self.quants)} quants, {len(self.engines)} engines, {len(self.apis)} APIs)")
+
     def gpu(self, gpu_id: str) -> Gpu:
         return _lookup(self.gpus, gpu_id, "GPU")
 

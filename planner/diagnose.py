@@ -134,6 +134,12 @@ def explain_infeasible(
         raise InfeasibleError(_memory_message(model, priced, gpus), {"binding": "memory"})
     for cls in classes:
         own = fitting[fitting["class"] == cls.name]
+        if own.empty:
+            mine = priced[priced["class"] == cls.name]
+            raise InfeasibleError(
+                f"class '{cls.name}': " + _memory_message(model, mine, gpus),
+                {"binding": "memory", "class": cls.name},
+            )
         if not own["sla_ok"].any():
             raise InfeasibleError(_sla_message(cls, own), {"binding": "sla", "class": cls.name})
     raise InfeasibleError(_fleet_message(scenario, problem), {"binding": "fleet"})

@@ -230,3 +230,230 @@ def _status(lp: pulp.LpProblem) -> str:
     if sol == pulp.LpSolutionIntegerFeasible or name == "Optimal":
         return "time_limit"
     return "none"
+
+
+# ---- the fleet over time: reserved/owned held for the horizon, on-demand and spot per period --
+@dataclass(frozen=True)
+class TierPrices:
+    """$/GPU-hour per GPU type and tier; a missing key means the tier is not available."""
+
+    on_demand: dict[str, float]
+    reserved: dict[str, float] = field(default_factory=dict)
+    owned: dict[str, float] = field(default_factory=dict)
+    spot: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimeProblem:
+    """Candidates x classes x periods. Periods carry their hours; demand is per class and
+    period; spot replicas lose `preemption_overhead` of their capacity and may serve at most
+    `spot_max_share` of each period's requests."""
+
+    gpu: tuple[str, ...]
+    tp: tuple[int, ...]
+    capacity: np.ndarray  # candidates x classes, requests/s per replica at planned load
+    demand: np.ndarray  # classes x periods
+    hours: np.ndarray  # periods
+    prices: TierPrices
+    spot_max_share: float = 0.0
+    preemption_overhead: float = 0.0
+    min_replicas: int = 0
+    inventory: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def gpu_types(self) -> list[str]:
+        return sorted(set(self.gpu))
+
+    def without(self, *tiers: str) -> TimeProblem:
+        """The same problem with some tiers taken away (for the comparison plans)."""
+        p = self.prices
+        prices = TierPrices(
+            on_demand=p.on_demand,
+            reserved={} if "reserved" in tiers else p.reserved,
+            owned={} if "owned" in tiers else p.owned,
+            spot={} if "spot" in tiers else p.spot,
+        )
+        return TimeProblem(self.gpu, self.tp, self.capacity, self.demand, self.hours, prices,
+                           self.spot_max_share, self.preemption_overhead, self.min_replicas,
+                           self.inventory)
+
+
+@dataclass(frozen=True)
+class TimeSolution:
+    """Held GPUs per type and tier, per-period replicas and GPUs, and the cost."""
+
+    status: str
+    reserved: dict[str, int]
+    owned: dict[str, int]
+    on_demand: np.ndarray  # gpu types x periods
+    spot_gpus: np.ndarray  # gpu types x periods
+    replicas: np.ndarray  # candidates x periods (stable)
+    spot_replicas: np.ndarray  # candidates x periods
+    cost_by_tier: dict[str, float]
+    total_cost: float
+    lower_bound: float
+    solve_seconds: float
+    gpu_types: tuple[str, ...]
+
+    @property
+    def gap(self) -> float:
+        if self.status == "optimal" or not math.isfinite(self.total_cost):
+            return 0.0
+        return max(self.total_cost - self.lower_bound, 0.0) / max(self.total_cost, 1e-12)
+
+
+def _time_variables(tp_: TimeProblem, cat):
+    n_c, n_w = tp_.capacity.shape
+    periods = range(len(tp_.hours))
+    v = {
+        "n": {(c, p): pulp.LpVariable(f"n_{c}_{p}", 0, cat=cat)
+              for c in range(n_c) for p in periods},
+        "x": {(c, w, p): pulp.LpVariable(f"x_{c}_{w}_{p}", 0)
+              for c in range(n_c) for w in range(n_w) for p in periods
+              if tp_.capacity[c, w] > 0},
+        "r": {g: pulp.LpVariable(f"reserved_{g}", 0, cat=cat) for g in tp_.prices.reserved
+              if g in tp_.gpu_types},
+        "w": {g: pulp.LpVariable(f"owned_{g}", 0, cat=cat) for g in tp_.prices.owned
+              if g in tp_.gpu_types},
+        "o": {(g, p): pulp.LpVariable(f"ondemand_{g}_{p}", 0, cat=cat)
+              for g in tp_.gpu_types if g in tp_.prices.on_demand for p in periods},
+    }
+    spot_ok = tp_.spot_max_share > 0 and tp_.prices.spot
+    v["q"] = {(c, p): pulp.LpVariable(f"q_{c}_{p}", 0, cat=cat) for c in range(n_c)
+              for p in periods if spot_ok and tp_.gpu[c] in tp_.prices.spot}
+    v["y"] = {(c, w, p): pulp.LpVariable(f"y_{c}_{w}_{p}", 0) for (c, w, p) in v["x"]
+              if (c, p) in v["q"]}
+    return v
+
+
+def build_time_lp(tp_: TimeProblem, integer: bool = True):
+    """The time-expanded MIP with named constraints per period and GPU type."""
+    cat = pulp.LpInteger if integer else pulp.LpContinuous
+    v = _time_variables(tp_, cat)
+    lp = pulp.LpProblem("fleet_over_time", pulp.LpMinimize)
+    horizon = float(tp_.hours.sum())
+    pr = tp_.prices
+    cost = {
+        "reserved": pulp.lpSum(pr.reserved[g] * horizon * x for g, x in v["r"].items()),
+        "owned": pulp.lpSum(pr.owned[g] * horizon * x for g, x in v["w"].items()),
+        "on_demand": pulp.lpSum(pr.on_demand[g] * float(tp_.hours[p]) * x
+                                for (g, p), x in v["o"].items()),
+        "spot": pulp.lpSum(pr.spot[tp_.gpu[c]] * tp_.tp[c] * float(tp_.hours[p]) * x
+                           for (c, p), x in v["q"].items()),
+    }
+    lp += pulp.lpSum(cost.values())
+    _time_constraints(lp, tp_, v)
+    return lp, v, cost
+
+
+def _group(items, key) -> dict:
+    """Group (index tuple, variable) pairs by key(index): avoids quadratic scans."""
+    out: dict = {}
+    for idx, var in items:
+        out.setdefault(key(idx), []).append((idx, var))
+    return out
+
+
+def _time_constraints(lp, tp_: TimeProblem, v) -> None:
+    n_c, n_w = tp_.capacity.shape
+    keep = 1.0 - tp_.preemption_overhead
+    by_wp = _group(list(v["x"].items()) + list(v["y"].items()), lambda i: (i[1], i[2]))
+    x_by_cp = _group(v["x"].items(), lambda i: (i[0], i[2]))
+    y_by_cp = _group(v["y"].items(), lambda i: (i[0], i[2]))
+    cap = tp_.capacity
+    for p in range(len(tp_.hours)):
+        for w in range(n_w):
+            served = [var for _, var in by_wp.get((w, p), [])]
+            lp += pulp.lpSum(served) == float(tp_.demand[w, p]), f"demand_{w}_{p}"
+        for c in range(n_c):
+            load = [var / float(cap[c, i[1]]) for i, var in x_by_cp.get((c, p), [])]
+            lp += pulp.lpSum(load) <= v["n"][c, p], f"capacity_{c}_{p}"
+            if (c, p) in v["q"]:
+                spot = [var / (float(cap[c, i[1]]) * keep) for i, var in y_by_cp.get((c, p), [])]
+                lp += pulp.lpSum(spot) <= v["q"][c, p], f"spot_capacity_{c}_{p}"
+        _time_gpu_limits(lp, tp_, v, p)
+
+
+def _time_gpu_limits(lp, tp_: TimeProblem, v, p: int) -> None:
+    n_c = len(tp_.gpu)
+    for g in tp_.gpu_types:
+        used = pulp.lpSum(tp_.tp[c] * v["n"][c, p] for c in range(n_c) if tp_.gpu[c] == g)
+        held = [v["r"].get(g), v["w"].get(g), v["o"].get((g, p))]
+        lp += used <= pulp.lpSum(h for h in held if h is not None), f"gpus_{g}_{p}"
+        if g in tp_.inventory:
+            spot = [tp_.tp[c] * v["q"][c, p] for c in range(n_c)
+                    if tp_.gpu[c] == g and (c, p) in v["q"]]
+            lp += pulp.lpSum([h for h in held if h is not None] + spot) <= tp_.inventory[g], (
+                f"inventory_{g}_{p}")
+    spot_load = [y for (c, w, pp), y in v["y"].items() if pp == p]
+    if spot_load:
+        lp += pulp.lpSum(spot_load) <= tp_.spot_max_share * float(tp_.demand[:, p].sum()), (
+            f"spot_share_{p}")
+    if tp_.min_replicas:
+        lp += pulp.lpSum(v["n"][c, p] for c in range(n_c)) >= tp_.min_replicas, (
+            f"redundancy_{p}")
+
+
+def solve_time(tp_: TimeProblem, backend: str = "cbc", time_limit_s: float = 10.0
+               ) -> TimeSolution:
+    """Solve the fleet over time; the status says optimal, time_limit (with gap), infeasible."""
+    lp, v, cost = build_time_lp(tp_)
+    start = time.perf_counter()
+    _run(lp, _solver(backend, time_limit_s))
+    elapsed = time.perf_counter() - start
+    status = _status(lp)
+    types = tuple(tp_.gpu_types)
+    n_c, n_p = len(tp_.gpu), len(tp_.hours)
+    if status in ("infeasible", "none"):
+        if status == "none":
+            raise SolverError(f"the {backend} solver stopped after {time_limit_s:g} s without "
+                              "a feasible plan over time; raise solver.time_limit_s")
+        zeros = np.zeros((len(types), n_p))
+        return TimeSolution("infeasible", {}, {}, zeros, zeros, np.zeros((n_c, n_p)),
+                            np.zeros((n_c, n_p)), {}, math.inf, math.inf, elapsed, types)
+    val = lambda var: int(round(var.value() or 0)) if var is not None else 0  # noqa: E731
+    on_demand = np.array([[val(v["o"].get((g, p))) for p in range(n_p)] for g in types])
+    replicas = np.array([[val(v["n"][c, p]) for p in range(n_p)] for c in range(n_c)])
+    spot_rep = np.array([[val(v["q"].get((c, p))) for p in range(n_p)] for c in range(n_c)])
+    spot_gpus = np.array([[sum(tp_.tp[c] * spot_rep[c, p] for c in range(n_c)
+                               if tp_.gpu[c] == g) for p in range(n_p)] for g in types])
+    by_tier = {k: float(pulp.value(e) or 0.0) for k, e in cost.items()}
+    total = sum(by_tier.values())
+    bound = total if status == "optimal" else _time_lower_bound(tp_, backend)
+    return TimeSolution(
+        status, {g: val(x) for g, x in v["r"].items()}, {g: val(x) for g, x in v["w"].items()},
+        on_demand, spot_gpus, replicas, spot_rep, by_tier, total, bound, elapsed, types,
+    )
+
+
+def _time_lower_bound(tp_: TimeProblem, backend: str) -> float:
+    lp, _, _ = build_time_lp(tp_, integer=False)
+    _run(lp, _solver(backend, 30.0))
+    return float(pulp.value(lp.objective) or 0.0) if _status(lp) == "optimal" else math.inf
+
+
+def balance_load(problem: FleetProblem, replicas: np.ndarray, backend: str = "cbc"
+                 ) -> np.ndarray | None:
+    """Split each class's demand over the chosen replicas so the busiest candidate is as idle
+    as possible (what a load balancer aims at), with a fixed tie-break so the split is the same
+    on every run. Returns candidates x classes, or None if the replicas cannot carry it."""
+    lp = pulp.LpProblem("balance", pulp.LpMinimize)
+    z = pulp.LpVariable("max_utilisation", 0)
+    n_w = problem.capacity.shape[1]
+    x = {(int(c), int(w)): pulp.LpVariable(f"x_{c}_{w}", 0)
+         for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True) if replicas[c] > 0}
+    tie = pulp.lpSum(1e-6 * (c * n_w + w + 1) / max(float(problem.demand[w]), 1e-9) * v
+                     for (c, w), v in x.items())
+    lp += z + tie
+    for w, demand in enumerate(problem.demand):
+        lp += pulp.lpSum(v for (c, ww), v in x.items() if ww == w) == float(demand)
+    for c in np.flatnonzero(replicas):
+        load = [v / float(problem.capacity[c, w]) for (cc, w), v in x.items() if cc == c]
+        lp += pulp.lpSum(load) <= z * float(replicas[c])
+    _run(lp, _solver(backend, 10.0))
+    if _status(lp) != "optimal":
+        return None
+    out = np.zeros(problem.capacity.shape)
+    for (c, w), v in x.items():
+        out[c, w] = max(v.value() or 0.0, 0.0)
+    return out

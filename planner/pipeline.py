@@ -11,7 +11,7 @@ from planner import assumptions as facts
 from planner.catalog import Catalog
 from planner.diagnose import explain_infeasible
 from planner.errors import InputError, unknown_name_message
-from planner.optimize import FleetSolution, solve_fleet
+from planner.optimize import FleetSolution, balance_load, solve_fleet
 from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate
 from planner.pricing import api_quotes, gpu_price
@@ -184,23 +184,14 @@ def _totals(
 
 
 def balanced(solution: FleetSolution, problem) -> FleetSolution:
-    """With one request class, spread the load over the chosen replicas in proportion to their
-    capacity (what a load balancer does), instead of the solver's arbitrary vertex."""
-    if problem.capacity.shape[1] != 1 or solution.status == "infeasible":
+    """The same fleet with its load spread evenly and reproducibly over the replicas."""
+    if solution.status == "infeasible":
         return solution
-    capacity = solution.replicas * problem.capacity[:, 0]
-    if capacity.sum() <= 0:
+    load = balance_load(problem, solution.replicas)
+    if load is None:
         return solution
-    load = (problem.demand[0] * capacity / capacity.sum()).reshape(-1, 1)
-    return FleetSolution(
-        solution.status,
-        solution.replicas,
-        load,
-        solution.cost_per_hour,
-        solution.lower_bound,
-        solution.solve_seconds,
-        solution.backend,
-    )
+    return FleetSolution(solution.status, solution.replicas, load, solution.cost_per_hour,
+                         solution.lower_bound, solution.solve_seconds, solution.backend)
 
 
 def _single_gpu_best(problem, offered, rows, classes, scenario):

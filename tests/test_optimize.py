@@ -96,15 +96,19 @@ def problems(draw, max_classes: int = 2):
 
 @given(problems())
 def test_mip_matches_brute_force(problem):
+    """Brute force enumerates up to 5 replicas per candidate. When the MIP's fleet lies in
+    that box the two optima must be equal; when it uses more, it must be no dearer."""
     solution = solve_fleet(problem, time_limit_s=10)
     expected = brute_force(problem, max_n=5)
-    if math.isinf(expected):
-        # no fleet of at most 5 replicas per candidate; the MIP may still find a larger one
-        if solution.status != "infeasible":
-            assert (solution.replicas > 5).any()
+    inside = solution.status != "infeasible" and (solution.replicas <= 5).all()
+    if solution.status == "infeasible":
+        assert math.isinf(expected)
         return
     assert solution.status == "optimal"
-    assert solution.cost_per_hour == pytest.approx(expected, abs=1e-6)
+    if inside:
+        assert solution.cost_per_hour == pytest.approx(expected, abs=1e-6)
+    else:
+        assert solution.cost_per_hour <= expected + 1e-6
 
 
 @given(problems())

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from planner.schema.common import Strict
+from planner.schema.finance import Finance
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|us|µs)?\s*$")
 _TO_MS = {"ms": 1.0, None: 1.0, "s": 1e3, "us": 1e-3, "µs": 1e-3}
@@ -46,6 +47,9 @@ class Sla(Strict):
     statistic: Statistic = "mean"
 
 
+RESERVED_CLASS_NAMES = ("gpu", "tp", "quant", "kv_dtype", "batch", "class", "cost_per_hour_usd")
+
+
 class RequestClass(Strict):
     """One kind of request: its share of the traffic (or its own rate), shape and SLA."""
 
@@ -58,6 +62,10 @@ class RequestClass(Strict):
 
     @model_validator(mode="after")
     def _share_or_rate(self) -> RequestClass:
+        if self.name in RESERVED_CLASS_NAMES:
+            raise ValueError(
+                f"class name '{self.name}' is reserved; avoid: {', '.join(RESERVED_CLASS_NAMES)}"
+            )
         if (self.share is None) == (self.requests_per_second is None):
             raise ValueError(
                 f"class '{self.name}': give exactly one of 'share' (fraction of "
@@ -192,3 +200,4 @@ class Scenario(Strict):
     search: Search = Search()
     constraints: Constraints = Constraints()
     solver: Solver = Solver()
+    finance: Finance | None = None

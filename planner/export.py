@@ -1,0 +1,1134 @@
+"""Excel export: a Plan as a workbook a finance team can use as it is.
+
+`write_workbook(plan, path)` writes five sheets, in this order:
+
+Summary
+    Column A the item, B the value (a live formula wherever the figure can be
+    recomputed), C the planner's own figure as a plain number, D the unit. Rows are fixed
+    (`SUMMARY_CELLS` maps a key to its B cell):
+
+    ==  ===============================  ==================================================
+    B2  scenario name                    text
+    B3  model                            text
+    B4  engine                           text
+    B5  status                           text; "status (gap x%)" when not optimal
+    B6  optimality gap                   number (fraction), lower bound in D6
+    B7  target utilisation               =utilisation
+    B8  total demand, req/s              =SUM of the class table's req/s (G2:G..)
+    B9  input tokens/s                   =SUMPRODUCT(req/s, input tokens)
+    B10 output tokens/s                  =SUMPRODUCT(req/s, output tokens)
+    B11 total $/h                        =Fleet total $/h cell
+    B12 total $/month                    =Fleet total $/month cell
+    B13 $ per 1K output tokens           =B11/(3600*B10)*1000
+    B14 $ per 1M tokens (in + out)       =B11/(3600*(B9+B10))*1000000
+    B15 total GPUs                       =Fleet total GPUs cell
+    B16 best single-GPU-type plan: GPU   text (blank if no single type can serve)
+    B17 its $/h                          =<its GPU count>*price_<gpu>
+    B18 its $/month                      =B17*hours_per_month
+    B19 saving of the mix, $/month       =B18-B12
+    B20 saving of the mix, %             =B19/B18
+    B21 cheapest API (at planner prices) text "provider / model id"
+    B22 cheapest API, $/month            =MIN('Build vs API' API $/month column)
+    B23 self-host saving vs API, $/month =B22-B12
+    A25 "Notes", then one planner note per row from A26 (text in B)
+    ==  ===============================  ==================================================
+
+    The per-class table sits at F1:L(1+n): name, req/s, input tokens, output tokens,
+    SLA TPOT ms, SLA TTFT ms, statistic.
+
+Fleet
+    Row 1 header, one row per deployment from row 2, then a "Total" row (row n+2).
+    Columns (`FLEET_COLUMNS`): A GPU, B TP, C quant, D KV dtype, E batch, F replicas,
+    G GPUs (=F*B), H $/GPU-h (=price_<gpu>, a defined name on the Assumptions sheet),
+    I $/h (=F*B*H), J $/month (=I*hours_per_month), K planner $/h (number), L requests/s,
+    M capacity req/s at planned utilisation, N load share (=L/L_total), O capacity used
+    (=L/M), P TPOT ms and Q TTFT ms (predicted, worst served class), R SLA TPOT ms and
+    S SLA TTFT ms (tightest served class), T per-class detail, U price provider.
+    The Total row sums F, G, I, J, K, L, M, N.
+
+Candidates
+    Row 1 header, one row per `plan.candidates` row (`CANDIDATE_COLUMNS`), autofilter over
+    the whole table, header frozen. NaN/inf cells are left empty.
+
+Build vs API
+    Row 1 header; row 2 the self-hosted fleet (formulas to the Fleet totals); from row 3
+    one row per API quote: A provider, B model id, C $/1M input, D $/1M output,
+    E $/h (=(Summary!B9*C+Summary!B10*D)*3600/1e6), F $/month (=E*hours_per_month),
+    G $ per 1K output tokens, H planner $/month (number), I self-host saving $/month
+    (=F-$F$2), J source, K as of.
+
+Assumptions
+    A1:B1 legend (shaded rows are assumptions), A2:B2 how to edit, row 3 header, table
+    from row 4: category, item, field, value (column D), unit, source, as of, assumption,
+    named cell. The first data row is hours per month (730); target utilisation and every
+    GPU price the fleet or the single-GPU plan uses have workbook-level defined names:
+    `hours_per_month`, `utilisation`, `price_<gpu id>` (non-alphanumerics -> "_").
+    Editing a price or hours_per_month there recomputes every cost; editing utilisation
+    or demand does not re-plan (replica counts and latencies are the planner's).
+
+openpyxl stores formulas without computed values, so every formula cell that carries a
+planner figure has that figure beside it as a number (Summary column C, Fleet column K,
+Build vs API column H), and `read_back(path)` re-evaluates the workbook's formulas in
+Python (from the workbook's own, possibly edited, input cells) for tests and checks.
+
+The write is atomic: a temporary file in the target's folder, then `os.replace`.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+import numpy as np
+import pandas as pd
+from openpyxl import Workbook, load_workbook
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.styles import Font, PatternFill
+from openpyxl.utils import column_index_from_string as col_index
+from openpyxl.utils import get_column_letter, quote_sheetname
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.worksheet import Worksheet
+
+from planner.errors import InputError
+from planner.schema.plan import Deployment, FleetSummary, Plan
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
+
+SUMMARY, FLEET, CANDIDATES, BUILD_VS_API, ASSUMPTIONS = (
+    "Summary",
+    "Fleet",
+    "Candidates",
+    "Build vs API",
+    "Assumptions",
+)
+SHEETS = (SUMMARY, FLEET, CANDIDATES, BUILD_VS_API, ASSUMPTIONS)
+
+MONEY = '"$"#,##0.00'
+MONEY_FINE = '"$"#,##0.0000'  # per-1K/1M-token costs
+UNIT_PRICE = '"$"#,##0.00##'  # $/GPU-h and $/1M-token list prices: never hide a digit
+MS = "0.0"
+COUNT = "#,##0"
+PERCENT = "0.0%"
+RATE = "#,##0.00"
+GB = "0.0"
+
+MAX_WIDTH = 60
+ASSUMPTION_FILL = PatternFill("solid", fgColor="FFF2CC")
+BOLD = Font(bold=True)
+
+HOURS_NAME = "hours_per_month"
+UTILISATION_NAME = "utilisation"
+
+SUMMARY_ROWS: dict[str, int] = {
+    "scenario": 2,
+    "model": 3,
+    "engine": 4,
+    "status": 5,
+    "gap": 6,
+    "utilisation": 7,
+    "demand_requests_per_s": 8,
+    "input_tokens_per_s": 9,
+    "output_tokens_per_s": 10,
+    "total_cost_per_hour_usd": 11,
+    "monthly_cost_usd": 12,
+    "cost_per_1k_output_tokens_usd": 13,
+    "cost_per_1m_tokens_usd": 14,
+    "total_gpus": 15,
+    "single_gpu_best_gpu": 16,
+    "single_gpu_cost_per_hour_usd": 17,
+    "single_gpu_monthly_cost_usd": 18,
+    "mix_saving_monthly_usd": 19,
+    "mix_saving_fraction": 20,
+    "cheapest_api": 21,
+    "cheapest_api_monthly_cost_usd": 22,
+    "api_saving_monthly_usd": 23,
+}
+SUMMARY_CELLS: dict[str, str] = {key: f"B{row}" for key, row in SUMMARY_ROWS.items()}
+SUMMARY_NOTES_ROW = 25
+CLASS_TABLE_COLUMN = 6  # F: the per-class table on the Summary sheet
+
+FLEET_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("GPU", None),
+    ("TP", None),
+    ("quant", None),
+    ("KV dtype", None),
+    ("batch", COUNT),
+    ("replicas", COUNT),
+    ("GPUs", COUNT),
+    ("$/GPU-h", UNIT_PRICE),
+    ("$/h", MONEY),
+    ("$/month", MONEY),
+    ("planner $/h", MONEY),
+    ("requests/s", RATE),
+    ("capacity req/s", RATE),
+    ("load share", PERCENT),
+    ("capacity used", PERCENT),
+    ("TPOT ms", MS),
+    ("TTFT ms", MS),
+    ("SLA TPOT ms", MS),
+    ("SLA TTFT ms", MS),
+    ("classes served", None),
+    ("price provider", None),
+)
+
+# plan.candidates column -> (header, number format)
+CANDIDATE_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
+    ("class", "class", None),
+    ("gpu", "GPU", None),
+    ("tp", "TP", None),
+    ("quant", "quant", None),
+    ("kv_dtype", "KV dtype", None),
+    ("compute_dtype", "compute dtype", None),
+    ("batch", "batch", COUNT),
+    ("fits", "fits", None),
+    ("memory_per_gpu_gb", "memory/GPU GB", GB),
+    ("max_batch", "max batch", COUNT),
+    ("tpot_ms", "TPOT ms", MS),
+    ("ttft_ms", "TTFT ms", MS),
+    ("prefill_ms", "prefill ms", MS),
+    ("bound", "bound", None),
+    ("requests_per_s", "req/s at full load", RATE),
+    ("capacity_requests_per_s", "capacity req/s", RATE),
+    ("throughput_tok_s", "output tok/s", COUNT),
+    ("cost_per_hour_usd", "$/h", MONEY),
+    ("cost_per_1k_output_tokens_usd", "$ per 1K output tokens", MONEY_FINE),
+    ("sla_ok", "SLA ok", None),
+    ("why_not", "why not", None),
+)
+
+API_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("provider", None),
+    ("model id", None),
+    ("$ per 1M input", UNIT_PRICE),
+    ("$ per 1M output", UNIT_PRICE),
+    ("$/h", MONEY),
+    ("$/month", MONEY),
+    ("$ per 1K output tokens", MONEY_FINE),
+    ("planner $/month", MONEY),
+    ("self-host saving $/month", MONEY),
+    ("source", None),
+    ("as of", None),
+)
+
+ASSUMPTION_COLUMNS = (
+    "category",
+    "item",
+    "field",
+    "value",
+    "unit",
+    "source",
+    "as of",
+    "assumption",
+    "named cell",
+)
+ASSUMPTIONS_HEADER_ROW = 3
+
+
+# ---------------------------------------------------------------- public API
+
+
+def write_workbook(plan: Plan, path: str | Path) -> Path:
+    """Write `plan` to an .xlsx workbook at `path`, atomically; returns the path.
+
+    Raises InputError when the folder is missing or not writable, or the target cannot be
+    replaced; on any failure an existing file at `path` is left untouched.
+    """
+    target = Path(path)
+    folder = target.parent
+    _check_target(target, folder)
+    mode = _file_mode(target)
+    try:
+        # closed by the `with handle:` below; kept on disk for os.replace
+        handle = tempfile.NamedTemporaryFile(  # noqa: SIM115
+            dir=folder, prefix=f".{target.stem}.", suffix=".xlsx", delete=False
+        )
+    except OSError as err:
+        raise InputError(
+            f"cannot write {target}: folder {folder} is not writable ({_reason(err)})"
+        ) from err
+    tmp = Path(handle.name)
+    try:
+        with handle:
+            _write_xlsx(plan, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        try:
+            os.replace(tmp, target)
+        except OSError as err:
+            raise InputError(
+                f"cannot write {target}: the existing file could not be replaced "
+                f"({_reason(err)}); is it open in another program?"
+            ) from err
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError):
+            raise InputError(f"cannot write {target}: {_reason(err)}") from err
+        raise
+    return target
+
+
+def read_back(path: str | Path) -> dict[str, Any]:
+    """Re-evaluate the formulas of an exported workbook from its own input cells.
+
+    Returns every formula cell as "Sheet!A1" -> value, plus each `SUMMARY_CELLS` key ->
+    the value of that Summary cell (evaluated when it is a formula). Only the formula
+    forms this module writes are understood: + - * / ^, SUM, SUMPRODUCT, MIN, MAX,
+    cell and range references and defined names. Candidates holds no formulas and is
+    not read, so this stays fast for large tables.
+    """
+    wb = load_workbook(path, read_only=True, data_only=False)
+    try:
+        cells = {
+            ws.title: {
+                c.coordinate: c.value
+                for row in ws.iter_rows()
+                for c in row
+                if getattr(c, "coordinate", None) and c.value is not None
+            }
+            for ws in wb.worksheets
+            if ws.title != CANDIDATES
+        }
+        names = {name.lower(): dn.attr_text for name, dn in wb.defined_names.items()}
+    finally:
+        wb.close()
+    ev = _Evaluator(cells, names)
+    out: dict[str, Any] = {}
+    for sheet, sheet_cells in cells.items():
+        for coord, value in sheet_cells.items():
+            if isinstance(value, str) and value.startswith("="):
+                out[f"{sheet}!{coord}"] = ev.cell(sheet, coord)
+    for key, coord in SUMMARY_CELLS.items():
+        out[key] = ev.cell(SUMMARY, coord)
+    return out
+
+
+# ---------------------------------------------------------------- file handling
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or str(err)
+
+
+def _check_target(target: Path, folder: Path) -> None:
+    if not folder.is_dir():
+        raise InputError(
+            f"cannot write {target}: folder {folder} does not exist; "
+            "create it or pass -o with another path"
+        )
+    if target.is_dir():
+        raise InputError(f"cannot write {target}: it is a folder; give a file name ending .xlsx")
+    if target.suffix.lower() != ".xlsx":
+        raise InputError(f"cannot write {target}: an Excel workbook needs the .xlsx extension")
+
+
+def _file_mode(target: Path) -> int:
+    """Keep an existing file's permissions; a new one gets 0666 less the umask."""
+    try:
+        return target.stat().st_mode & 0o777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _write_xlsx(plan: Plan, handle) -> None:
+    """Build the workbook with openpyxl, then stream the candidate rows into its XML."""
+    wb, cand = _build(plan)
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    sheet_xml = cand.sheet.path.lstrip("/")
+    with (
+        zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as zin,
+        zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zout,
+    ):
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == sheet_xml:
+                data = cand.patch(data)
+            zout.writestr(info.filename, data)
+
+
+# ---------------------------------------------------------------- values and layout
+
+
+def _clean(value: Any) -> Any:
+    """A cell-safe value: finite numbers, bools, text; NaN/inf/None -> None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return ILLEGAL_CHARACTERS_RE.sub("", value)
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return ILLEGAL_CHARACTERS_RE.sub("", str(value))
+
+
+def _finite(value: Any) -> float | None:
+    value = _clean(value)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _header(ws: Worksheet, labels: Sequence[str], row: int = 1, column: int = 1) -> None:
+    for i, label in enumerate(labels):
+        cell = ws.cell(row=row, column=column + i, value=label)
+        cell.font = BOLD
+
+
+def _put(ws: Worksheet, row: int, column: int, value: Any, fmt: str | None = None) -> Cell:
+    cell = ws.cell(row=row, column=column, value=_clean(value))
+    if fmt:
+        cell.number_format = fmt
+    return cell
+
+
+def _fit_widths(ws: Worksheet, widths: dict[int, int] | None = None) -> None:
+    """Column widths from the longest shown text (formulas count as ~12), capped."""
+    found: dict[int, int] = dict(widths or {})
+    for row in ws.iter_rows():
+        for cell in row:
+            if cell.value is None:
+                continue
+            value = cell.value
+            if isinstance(value, str) and value.startswith("="):
+                size = 12
+            elif isinstance(value, float):
+                size = min(len(f"{value:,.2f}"), 16) + 2
+            else:
+                size = len(str(value)) + 1
+            found[cell.column] = max(found.get(cell.column, 0), size)
+    for column, size in found.items():
+        ws.column_dimensions[get_column_letter(column)].width = min(max(size, 6), MAX_WIDTH)
+
+
+def _defined_name(prefix: str, ident: str, taken: set[str]) -> str:
+    """An Excel-safe workbook name: letters, digits, underscore; never a cell reference."""
+    base = f"{prefix}_{re.sub(r'[^A-Za-z0-9_]', '_', ident).strip('_').lower() or 'x'}"
+    name, n = base[:250], 2
+    while name.lower() in taken:
+        name, n = f"{base[:245]}_{n}", n + 1
+    taken.add(name.lower())
+    return name
+
+
+def _add_name(wb: Workbook, name: str, sheet: str, coord: str) -> None:
+    col, row = re.match(r"([A-Z]+)(\d+)$", coord).groups()
+    wb.defined_names[name] = DefinedName(name, attr_text=f"{quote_sheetname(sheet)}!${col}${row}")
+
+
+def _ref(sheet: str, coord: str) -> str:
+    col, row = re.match(r"([A-Z]+)(\d+)$", coord).groups()
+    return f"{quote_sheetname(sheet)}!${col}${row}"
+
+
+# ---------------------------------------------------------------- Assumptions
+
+
+def _fleet_prices(plan: Plan) -> dict[str, tuple[float, str]]:
+    """GPU id -> (price per GPU-hour, provider) for the fleet and the single-GPU plan."""
+    out: dict[str, tuple[float, str]] = {}
+    fleets = [plan.fleet] + ([plan.single_gpu_best] if plan.single_gpu_best else [])
+    for fleet in fleets:
+        for d in fleet.deployments:
+            out.setdefault(d.gpu, (float(d.price_usd_per_gpu_hour), d.price_provider))
+    return out
+
+
+def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], dict[str, str]]:
+    """Rows for the Assumptions table, the defined name -> table index, and gpu -> name."""
+    rows: list[list[Any]] = [
+        [
+            "planner",
+            "convention",
+            "hours per month",
+            HOURS_PER_MONTH,
+            "h/month",
+            "planner.units.HOURS_PER_MONTH: 8760 h / 12, as cloud price pages count",
+            "",
+            True,
+        ]
+    ]
+    table = plan.assumptions
+    if table is not None and not table.empty:
+        cols = ["category", "item", "field", "value", "unit", "source", "as_of", "assumption"]
+        table = table.reindex(columns=cols)
+        rows += [list(r) for r in table.itertuples(index=False, name=None)]
+    named = {HOURS_NAME: 0}
+    util = next(
+        (
+            i
+            for i, r in enumerate(rows)
+            if r[0] == "scenario"
+            and r[2] == "target utilisation"
+            and _finite(r[3]) is not None
+            and abs(float(r[3]) - plan.utilisation) <= 1e-12
+        ),
+        None,
+    )
+    if util is None:
+        rows.append(
+            [
+                "scenario",
+                "search",
+                "target utilisation",
+                plan.utilisation,
+                "fraction",
+                "plan",
+                "",
+                True,
+            ]
+        )
+        util = len(rows) - 1
+    named[UTILISATION_NAME] = util
+    taken = {HOURS_NAME, UTILISATION_NAME}
+    gpu_names: dict[str, str] = {}
+    for gpu, (price, provider) in _fleet_prices(plan).items():
+        idx = next(
+            (
+                i
+                for i, r in enumerate(rows)
+                if r[0] == "price"
+                and r[1] == gpu
+                and _finite(r[3]) is not None
+                and math.isclose(float(r[3]), price, rel_tol=1e-12, abs_tol=0.0)
+            ),
+            None,
+        )
+        if idx is None:
+            rows.append(
+                [
+                    "price",
+                    gpu,
+                    f"$/GPU-hour ({provider}) as used by the plan",
+                    price,
+                    "$/GPU-h",
+                    "plan (not in its assumptions table)",
+                    "",
+                    False,
+                ]
+            )
+            idx = len(rows) - 1
+        name = _defined_name("price", gpu, taken)
+        named[name] = idx
+        gpu_names[gpu] = name
+    return rows, named, gpu_names
+
+
+def _write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> dict[str, str]:
+    rows, named, gpu_names = _assumption_rows(plan)
+    ws["A1"] = "assumption"
+    ws["A1"].fill = ASSUMPTION_FILL
+    ws["B1"] = (
+        "Shaded rows are assumptions (scenario inputs and planner conventions), "
+        "not sourced catalog facts."
+    )
+    ws["A2"] = "how to edit"
+    ws["B2"] = (
+        "Change a named cell (hours_per_month, price_<gpu>) and the Fleet, Summary and "
+        "Build vs API costs recompute; utilisation and demand do not re-plan: rerun "
+        "planner for new replica counts or latencies."
+    )
+    _header(ws, ASSUMPTION_COLUMNS, row=ASSUMPTIONS_HEADER_ROW)
+    name_of = {idx: name for name, idx in named.items()}
+    first = ASSUMPTIONS_HEADER_ROW + 1
+    for i, values in enumerate(rows):
+        r = first + i
+        unit = values[4] if isinstance(values[4], str) else ""
+        fmt = {"$/GPU-h": UNIT_PRICE, "fraction": PERCENT}.get(unit)
+        value = _clean(values[3])
+        if fmt is None and isinstance(value, int | float) and abs(value) >= 1000:
+            fmt = COUNT if float(value).is_integer() else RATE
+        for j, v in enumerate([*values[:8], name_of.get(i)]):
+            cell = _put(ws, r, j + 1, v, fmt if j == 3 else None)
+            if _clean(values[7]) is True:
+                cell.fill = ASSUMPTION_FILL
+    for name, idx in named.items():
+        _add_name(wb, name, ASSUMPTIONS, f"D{first + idx}")
+    ws.freeze_panes = f"A{first}"
+    _fit_widths(ws, {2: 14})
+    ws.column_dimensions["B"].width = min(ws.column_dimensions["B"].width, 30)
+    return gpu_names
+
+
+# ---------------------------------------------------------------- Fleet
+
+
+def _served(d: Deployment) -> list[str]:
+    return [n for n, load in d.load_by_class.items() if load > 1e-9] or list(d.tpot_ms_by_class)
+
+
+def _class_detail(d: Deployment) -> str:
+    parts = []
+    for n in _served(d):
+        tpot, ttft = d.tpot_ms_by_class.get(n), d.ttft_ms_by_class.get(n)
+        lat = ""
+        if tpot is not None and ttft is not None:
+            lat = f" (TPOT {tpot:.1f} ms, TTFT {ttft:.0f} ms)"
+        parts.append(f"{n}: {d.load_by_class.get(n, 0.0):.3g} req/s{lat}")
+    return "; ".join(parts)
+
+
+def _tightest(values: Iterable[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return min(found) if found else None
+
+
+def _write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[str, str]:
+    """Fleet lines and totals; returns the total cells by key ("cost_per_hour", ...)."""
+    _header(ws, [label for label, _ in FLEET_COLUMNS])
+    fmts = [fmt for _, fmt in FLEET_COLUMNS]
+    by_name = {c.name: c for c in plan.classes}
+    lines = plan.fleet.deployments
+    n = len(lines)
+    total = n + 2
+    for i, d in enumerate(lines):
+        r = i + 2
+        served = [by_name[c] for c in _served(d) if c in by_name]
+        values = [
+            d.gpu,
+            d.tp,
+            d.quant,
+            d.kv_dtype,
+            d.batch,
+            d.replicas,
+            f"=F{r}*B{r}",
+            f"={price_names[d.gpu]}",
+            f"=F{r}*B{r}*H{r}",
+            f"=I{r}*{HOURS_NAME}",
+            d.cost_per_hour_usd,
+            d.requests_per_s,
+            d.capacity_requests_per_s,
+            f"=L{r}/L${total}" if plan.total_requests_per_s > 0 else None,
+            f"=L{r}/M{r}" if (_finite(d.capacity_requests_per_s) or 0) > 0 else None,
+            d.tpot_ms,
+            d.ttft_ms,
+            _tightest(c.tpot_ms for c in served),
+            _tightest(c.ttft_ms for c in served),
+            _class_detail(d),
+            d.price_provider,
+        ]
+        for j, v in enumerate(values):
+            _put(ws, r, j + 1, v, fmts[j])
+    ws.cell(row=total, column=1, value="Total").font = BOLD
+    for col in "FGIJKLMN":
+        j = ord(col) - ord("A")
+        value = f"=SUM({col}2:{col}{total - 1})" if n else 0
+        _put(ws, total, j + 1, value, fmts[j]).font = BOLD
+    ws.freeze_panes = "A2"
+    _fit_widths(ws)
+    return {"gpus": f"G{total}", "cost_per_hour": f"I{total}", "cost_per_month": f"J{total}"}
+
+
+# ---------------------------------------------------------------- Summary
+
+
+def _status(fleet: FleetSummary) -> str:
+    if fleet.status == "optimal":
+        return fleet.status
+    gap = _finite(fleet.gap)
+    return f"{fleet.status} (gap {gap:.1%})" if gap is not None else fleet.status
+
+
+def _single_gpu_formula(plan: Plan, price_names: dict[str, str]) -> str | None:
+    single, gpu = plan.single_gpu_best, plan.single_gpu_best_gpu
+    if single is None or gpu not in price_names:
+        return None
+    prices = {float(d.price_usd_per_gpu_hour) for d in single.deployments if d.gpu == gpu}
+    if len(prices) != 1 or any(d.gpu != gpu for d in single.deployments):
+        return None
+    return f"={single.total_gpus}*{price_names[gpu]}"
+
+
+def _write_summary(
+    ws: Worksheet,
+    plan: Plan,
+    totals: dict[str, str],
+    price_names: dict[str, str],
+    api_rows: tuple[int, int],
+) -> None:
+    _header(ws, ["item", "value", "planner value", "unit / note"])
+    n_cls = len(plan.classes)
+    last = 1 + n_cls
+    rps, inp, out = (f"{c}2:{c}{last}" for c in "GHI")
+    fleet, single, api = plan.fleet, plan.single_gpu_best, plan.cheapest_api
+    tok_in = sum(c.requests_per_second * c.input_tokens for c in plan.classes)
+    tok_out = sum(c.requests_per_second * c.output_tokens for c in plan.classes)
+    single_h = single.total_cost_per_hour_usd if single else None
+    single_m = single_h * HOURS_PER_MONTH if single_h is not None else None
+    mix_saving = single_m - fleet.monthly_cost_usd if single_m is not None else None
+    api_m = api.monthly_cost_usd if api else None
+    f_ref = {k: _ref(FLEET, v) for k, v in totals.items()}
+    api_range = f"{_ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}"
+    rows: dict[str, tuple[str, Any, Any, str | None, str]] = {
+        "scenario": ("scenario", plan.scenario_name, None, None, ""),
+        "model": ("model", plan.model_id, None, None, ""),
+        "engine": ("engine", plan.engine, None, None, ""),
+        "status": ("solver status", _status(fleet), None, None, ""),
+        "gap": (
+            "optimality gap",
+            fleet.gap,
+            None,
+            PERCENT,
+            f"lower bound ${fleet.lower_bound_per_hour_usd:,.2f}/h"
+            if _finite(fleet.lower_bound_per_hour_usd) is not None
+            else "",
+        ),
+        "utilisation": (
+            "target utilisation",
+            f"={UTILISATION_NAME}",
+            plan.utilisation,
+            PERCENT,
+            "replicas are sized to run at this load",
+        ),
+        "demand_requests_per_s": (
+            "total demand",
+            f"=SUM({rps})",
+            plan.total_requests_per_s,
+            RATE,
+            "req/s",
+        ),
+        "input_tokens_per_s": (
+            "input tokens/s",
+            f"=SUMPRODUCT({rps},{inp})",
+            tok_in,
+            COUNT,
+            "tokens/s",
+        ),
+        "output_tokens_per_s": (
+            "output tokens/s",
+            f"=SUMPRODUCT({rps},{out})",
+            tok_out,
+            COUNT,
+            "tokens/s",
+        ),
+        "total_cost_per_hour_usd": (
+            "self-hosted fleet $/h",
+            f"={f_ref['cost_per_hour']}",
+            fleet.total_cost_per_hour_usd,
+            MONEY,
+            "$/h",
+        ),
+        "monthly_cost_usd": (
+            "self-hosted fleet $/month",
+            f"={f_ref['cost_per_month']}",
+            fleet.monthly_cost_usd,
+            MONEY,
+            f"$/month of {HOURS_PER_MONTH:g} h",
+        ),
+        "cost_per_1k_output_tokens_usd": (
+            "$ per 1K output tokens",
+            f"=B11/({SECONDS_PER_HOUR:.0f}*B10)*{TOKENS_PER_1K:.0f}" if tok_out > 0 else None,
+            fleet.cost_per_1k_output_tokens_usd,
+            MONEY_FINE,
+            "$",
+        ),
+        "cost_per_1m_tokens_usd": (
+            "$ per 1M tokens (input + output)",
+            f"=B11/({SECONDS_PER_HOUR:.0f}*(B9+B10))*{TOKENS_PER_1M:.0f}"
+            if tok_in + tok_out > 0
+            else None,
+            fleet.cost_per_1m_tokens_usd,
+            MONEY_FINE,
+            "$",
+        ),
+        "total_gpus": ("total GPUs", f"={f_ref['gpus']}", fleet.total_gpus, COUNT, "GPUs"),
+        "single_gpu_best_gpu": (
+            "best single-GPU-type plan: GPU",
+            plan.single_gpu_best_gpu if single else "none: no single GPU type can serve it",
+            None,
+            None,
+            f"{single.total_gpus} GPUs, {len(single.deployments)} configuration(s)"
+            if single
+            else "",
+        ),
+        "single_gpu_cost_per_hour_usd": (
+            "best single-GPU-type plan $/h",
+            _single_gpu_formula(plan, price_names) or single_h,
+            single_h,
+            MONEY,
+            "$/h",
+        ),
+        "single_gpu_monthly_cost_usd": (
+            "best single-GPU-type plan $/month",
+            f"=B17*{HOURS_NAME}" if single else None,
+            single_m,
+            MONEY,
+            "$/month",
+        ),
+        "mix_saving_monthly_usd": (
+            "saving of the GPU mix",
+            "=B18-B12" if single else None,
+            mix_saving,
+            MONEY,
+            "$/month vs the single-GPU-type plan",
+        ),
+        "mix_saving_fraction": (
+            "saving of the GPU mix, %",
+            "=B19/B18" if single_m else None,
+            mix_saving / single_m if single_m else None,
+            PERCENT,
+            "",
+        ),
+        "cheapest_api": (
+            "cheapest API (at planner prices)",
+            f"{api.provider} / {api.provider_model_id}"
+            if api
+            else "none: no API offers this model",
+            None,
+            None,
+            "",
+        ),
+        "cheapest_api_monthly_cost_usd": (
+            "cheapest API $/month",
+            f"=MIN({api_range})" if api else None,
+            api_m,
+            MONEY,
+            "lowest $/month on the Build vs API sheet",
+        ),
+        "api_saving_monthly_usd": (
+            "self-host saving vs cheapest API",
+            "=B22-B12" if api else None,
+            api_m - fleet.monthly_cost_usd if api_m is not None else None,
+            MONEY,
+            "$/month; negative means the API is cheaper",
+        ),
+    }
+    for key, (label, value, planner, fmt, unit) in rows.items():
+        r = SUMMARY_ROWS[key]
+        ws.cell(row=r, column=1, value=label)
+        _put(ws, r, 2, value, fmt)
+        _put(ws, r, 3, planner, fmt)
+        _put(ws, r, 4, unit)
+    ws.cell(row=SUMMARY_NOTES_ROW, column=1, value="Notes").font = BOLD
+    notes = list(plan.notes) or ["(none)"]
+    for i, note in enumerate(notes):
+        ws.cell(row=SUMMARY_NOTES_ROW + 1 + i, column=1, value="note")
+        _put(ws, SUMMARY_NOTES_ROW + 1 + i, 2, note)
+    col = CLASS_TABLE_COLUMN
+    _header(
+        ws,
+        [
+            "class",
+            "req/s",
+            "input tokens",
+            "output tokens",
+            "SLA TPOT ms",
+            "SLA TTFT ms",
+            "statistic",
+        ],
+        column=col,
+    )
+    for i, c in enumerate(plan.classes):
+        values = [
+            c.name,
+            c.requests_per_second,
+            c.input_tokens,
+            c.output_tokens,
+            c.tpot_ms,
+            c.ttft_ms,
+            c.statistic,
+        ]
+        for j, (v, fmt) in enumerate(
+            zip(values, [None, RATE, COUNT, COUNT, MS, MS, None], strict=True)
+        ):
+            _put(ws, 2 + i, col + j, v, fmt)
+    ws.freeze_panes = "A2"
+    _fit_widths(ws)
+    ws.column_dimensions["B"].width = 24
+    ws.column_dimensions["E"].width = 3
+
+
+# ---------------------------------------------------------------- Build vs API
+
+
+def _write_build_vs_api(ws: Worksheet, plan: Plan, totals: dict[str, str]) -> tuple[int, int]:
+    """The self-hosted row and one row per API quote; returns the API rows (first, last)."""
+    _header(ws, [label for label, _ in API_COLUMNS])
+    fmts = [fmt for _, fmt in API_COLUMNS]
+    fleet = plan.fleet
+    mix = " + ".join(f"{d.replicas}x {d.gpu} TP{d.tp}" for d in fleet.deployments)
+    summary = quote_sheetname(SUMMARY)
+    tok_out = sum(c.requests_per_second * c.output_tokens for c in plan.classes)
+    self_row = [
+        "self-hosted fleet (this plan)",
+        mix or "(no deployments)",
+        None,
+        None,
+        f"={_ref(FLEET, totals['cost_per_hour'])}",
+        f"={_ref(FLEET, totals['cost_per_month'])}",
+        f"={summary}!$B$13" if tok_out > 0 else None,
+        fleet.monthly_cost_usd,
+        None,
+        "Fleet sheet of this workbook",
+        "",
+    ]
+    for j, v in enumerate(self_row):
+        _put(ws, 2, j + 1, v, fmts[j]).font = BOLD
+    for i, q in enumerate(plan.api_quotes):
+        r = 3 + i
+        values = [
+            q.provider,
+            q.provider_model_id,
+            q.input_usd_per_1m,
+            q.output_usd_per_1m,
+            f"=({summary}!$B$9*C{r}+{summary}!$B$10*D{r})*{SECONDS_PER_HOUR:.0f}/{TOKENS_PER_1M:.0f}",
+            f"=E{r}*{HOURS_NAME}",
+            f"=E{r}/({SECONDS_PER_HOUR:.0f}*{summary}!$B$10)*{TOKENS_PER_1K:.0f}"
+            if tok_out > 0
+            else None,
+            q.monthly_cost_usd,
+            f"=F{r}-$F$2",
+            q.source,
+            q.as_of,
+        ]
+        for j, v in enumerate(values):
+            _put(ws, r, j + 1, v, fmts[j])
+    ws.freeze_panes = "A2"
+    _fit_widths(ws)
+    return 3, 2 + len(plan.api_quotes)
+
+
+# ---------------------------------------------------------------- Candidates
+
+
+class _CandidateSheet:
+    """The Candidates sheet: header via openpyxl, body streamed as XML into the saved file.
+
+    openpyxl (without lxml) needs ~7 µs per cell; 20,000 rows x 21 columns would take
+    several seconds. The body is generated column by column as SpreadsheetML strings with
+    the style ids openpyxl registered for each column's number format, then spliced into
+    the sheet's <sheetData> after openpyxl has saved the header, autofilter and panes.
+    """
+
+    def __init__(self, ws: Worksheet, table: pd.DataFrame) -> None:
+        self.sheet = ws
+        self.table = table if table is not None else pd.DataFrame()
+        _header(ws, [header for _, header, _ in CANDIDATE_COLUMNS])
+        self.n_rows = len(self.table)
+        last = get_column_letter(len(CANDIDATE_COLUMNS))
+        self.ref = f"A1:{last}{self.n_rows + 1}"
+        ws.auto_filter.ref = self.ref
+        ws.freeze_panes = "A2"
+        self.styles: list[str] = []
+        for i, (name, header, fmt) in enumerate(CANDIDATE_COLUMNS):
+            letter = get_column_letter(i + 1)
+            width = len(header) + 3
+            if fmt:
+                proto = Cell(ws, row=1, column=i + 1)
+                proto.number_format = fmt
+                self.styles.append(f' s="{proto.style_id}"')
+                width = max(width, 12)
+            else:
+                self.styles.append("")
+                width = max(width, self._text_width(name))
+            ws.column_dimensions[letter].width = min(width, MAX_WIDTH)
+
+    def _text_width(self, name: str) -> int:
+        if name not in self.table or self.n_rows == 0:
+            return 0
+        return int(self.table[name].astype(str).str.len().max()) + 2
+
+    def _column_cells(self, i: int, name: str, rows: list[str]) -> list[str]:
+        letter, style = get_column_letter(i + 1), self.styles[i]
+        if name not in self.table:
+            return [""] * self.n_rows
+        series = self.table[name]
+        head = [f'<c r="{letter}{r}"{style}' for r in rows]
+        complete = not series.isna().any()
+        if complete and pd.api.types.is_bool_dtype(series.dtype):
+            return [
+                f'{h} t="b"><v>{int(v)}</v></c>' for h, v in zip(head, series.tolist(), strict=True)
+            ]
+        if complete and pd.api.types.is_integer_dtype(series.dtype):
+            return [f"{h}><v>{v}</v></c>" for h, v in zip(head, series.tolist(), strict=True)]
+        if pd.api.types.is_float_dtype(series.dtype):
+            return [
+                f"{h}><v>{v!r}</v></c>" if math.isfinite(v) else ""
+                for h, v in zip(head, series.astype(float).tolist(), strict=True)
+            ]
+        memo: dict[str, str] = {}  # text columns repeat a few values many times
+        out = []
+        for h, v in zip(head, series.tolist(), strict=True):
+            if isinstance(v, str):
+                body = memo.get(v)
+                if body is None:
+                    body = memo[v] = _xml_value(v)
+            else:
+                body = _xml_value(v)
+            out.append(f"{h}{body}" if body else "")
+        return out
+
+    def body(self) -> bytes:
+        rows = [str(r) for r in range(2, self.n_rows + 2)]
+        columns = [
+            self._column_cells(i, name, rows) for i, (name, _, _) in enumerate(CANDIDATE_COLUMNS)
+        ]
+        text = "".join(
+            f'<row r="{r}">{"".join(cells)}</row>'
+            for r, cells in zip(rows, zip(*columns, strict=True), strict=True)
+        )
+        return text.encode("utf-8")
+
+    def patch(self, xml: bytes) -> bytes:
+        """Splice the body rows and the true dimension into openpyxl's sheet XML."""
+        if self.n_rows == 0:
+            return xml
+        end = xml.rfind(b"</sheetData>")
+        if end < 0:
+            raise RuntimeError("unexpected worksheet XML from openpyxl: no </sheetData>")
+        xml = xml[:end] + self.body() + xml[end:]
+        return re.sub(
+            rb'<dimension ref="[^"]*"\s*/>', f'<dimension ref="{self.ref}"/>'.encode(), xml, count=1
+        )
+
+
+def _xml_value(value: Any) -> str:
+    """The tail of one <c> element (type, value, close) for a Python value; '' if empty."""
+    value = _clean(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return f' t="b"><v>{int(value)}</v></c>'
+    if isinstance(value, int | float):
+        return f"><v>{value!r}</v></c>"
+    return f' t="inlineStr"><is><t xml:space="preserve">{escape(value)}</t></is></c>'
+
+
+# ---------------------------------------------------------------- workbook
+
+
+def _build(plan: Plan) -> tuple[Workbook, _CandidateSheet]:
+    wb = Workbook()
+    summary = wb.active
+    summary.title = SUMMARY
+    fleet = wb.create_sheet(FLEET)
+    cand_ws = wb.create_sheet(CANDIDATES)
+    api = wb.create_sheet(BUILD_VS_API)
+    assumptions = wb.create_sheet(ASSUMPTIONS)
+    price_names = _write_assumptions(wb, assumptions, plan)
+    totals = _write_fleet(fleet, plan, price_names)
+    api_rows = _write_build_vs_api(api, plan, totals)
+    _write_summary(summary, plan, totals, price_names, api_rows)
+    cand = _CandidateSheet(cand_ws, plan.candidates)
+    return wb, cand
+
+
+# ---------------------------------------------------------------- read_back evaluator
+
+_REF = re.compile(
+    r"^(?:(?P<sheet>'(?:[^']|'')+'|[^'!]+)!)?"
+    r"\$?(?P<c1>[A-Z]{1,3})\$?(?P<r1>\d+)(?::\$?(?P<c2>[A-Z]{1,3})\$?(?P<r2>\d+))?$"
+)
+_FUNCS = {"SUM(": "_sum(", "SUMPRODUCT(": "_sumproduct(", "MIN(": "_min(", "MAX(": "_max("}
+
+
+def _numbers(args: Iterable[Any]) -> list[float]:
+    out: list[float] = []
+    for a in args:
+        items = a if isinstance(a, list) else [a]
+        out += [float(x) for x in items if isinstance(x, int | float) and not isinstance(x, bool)]
+    return out
+
+
+def _num(value: Any) -> Any:
+    if value is None:
+        return 0
+    return int(value) if isinstance(value, bool) else value
+
+
+def _sumproduct(*arrays: list[Any]) -> float:
+    total = 0.0
+    for items in zip(*arrays, strict=True):
+        prod = 1.0
+        for x in items:
+            prod *= x if isinstance(x, int | float) and not isinstance(x, bool) else 0.0
+        total += prod
+    return total
+
+
+_BUILTINS = {
+    "_sum": lambda *a: sum(_numbers(a)),
+    "_min": lambda *a: min(_numbers(a), default=0.0),
+    "_max": lambda *a: max(_numbers(a), default=0.0),
+    "_sumproduct": _sumproduct,
+}
+
+
+class _Evaluator:
+    """Evaluate the small formula language the exporter writes, cell by cell, memoised."""
+
+    def __init__(self, cells: dict[str, dict[str, Any]], names: dict[str, str]) -> None:
+        self.cells, self.names = cells, names
+        self.done: dict[str, Any] = {}
+        self.active: set[str] = set()
+
+    def cell(self, sheet: str, coord: str) -> Any:
+        key = f"{sheet}!{coord}"
+        if key in self.done:
+            return self.done[key]
+        if key in self.active:
+            raise ValueError(f"circular reference at {key}")
+        raw = self.cells.get(sheet, {}).get(coord)
+        if isinstance(raw, str) and raw.startswith("="):
+            self.active.add(key)
+            try:
+                raw = self.formula(sheet, raw)
+            finally:
+                self.active.discard(key)
+        self.done[key] = raw
+        return raw
+
+    def reference(self, sheet: str, text: str) -> Any:
+        text = self.names.get(text.lower(), text)
+        m = _REF.match(text)
+        if not m:
+            raise ValueError(f"cannot evaluate reference {text!r}")
+        if m["sheet"]:
+            sheet = m["sheet"].strip("'").replace("''", "'")
+        if not m["c2"]:
+            return _num(self.cell(sheet, f"{m['c1']}{m['r1']}"))
+        c1, c2 = sorted((col_index(m["c1"]), col_index(m["c2"])))
+        r1, r2 = sorted((int(m["r1"]), int(m["r2"])))
+        return [
+            self.cell(sheet, f"{get_column_letter(c)}{r}")
+            for r in range(r1, r2 + 1)
+            for c in range(c1, c2 + 1)
+        ]
+
+    def formula(self, sheet: str, text: str) -> Any:
+        parts: list[str] = []
+        scope: dict[str, Any] = dict(_BUILTINS)
+        for tok in Tokenizer(text).items:
+            if tok.type == Token.OPERAND and tok.subtype == Token.RANGE:
+                var = f"_v{len(scope)}"
+                scope[var] = self.reference(sheet, tok.value)
+                parts.append(var)
+            elif tok.type == Token.OPERAND and tok.subtype == Token.NUMBER:
+                parts.append(tok.value)
+            elif tok.type == Token.FUNC and tok.subtype == Token.OPEN:
+                if tok.value.upper() not in _FUNCS:
+                    raise ValueError(f"unsupported function {tok.value!r} in {text!r}")
+                parts.append(_FUNCS[tok.value.upper()])
+            elif tok.type in (Token.FUNC, Token.PAREN) or tok.type == Token.SEP:
+                parts.append(tok.value)
+            elif tok.type in (Token.OP_IN, Token.OP_PRE) and tok.value in "+-*/^":
+                parts.append("**" if tok.value == "^" else tok.value)
+            elif tok.type == Token.WSPACE:
+                continue
+            else:
+                raise ValueError(f"unsupported token {tok.value!r} in {text!r}")
+        try:
+            return eval("".join(parts), {"__builtins__": {}}, scope)
+        except ZeroDivisionError:
+            return None
