@@ -34,8 +34,10 @@ class Catalog:
     root: str = ""
 
     def __repr__(self) -> str:
-        return (f"Catalog({self.root!r}: {len(self.gpus)} GPUs, {len(self.models)} models, "
-                f"{len(self.quants)} quants, {len(self.engines)} engines, {len(self.apis)} APIs)")
+        return (
+            f"Catalog({self.root!r}: {len(self.gpus)} GPUs, {len(self.models)} models, "
+            f"{len(self.quants)} quants, {len(self.engines)} engines, {len(self.apis)} APIs)"
+        )
 
     def gpu(self, gpu_id: str) -> Gpu:
         return _lookup(self.gpus, gpu_id, "GPU")

@@ -273,9 +273,18 @@ class TimeProblem:
             owned={} if "owned" in tiers else p.owned,
             spot={} if "spot" in tiers else p.spot,
         )
-        return TimeProblem(self.gpu, self.tp, self.capacity, self.demand, self.hours, prices,
-                           self.spot_max_share, self.preemption_overhead, self.min_replicas,
-                           self.inventory)
+        return TimeProblem(
+            self.gpu,
+            self.tp,
+            self.capacity,
+            self.demand,
+            self.hours,
+            prices,
+            self.spot_max_share,
+            self.preemption_overhead,
+            self.min_replicas,
+            self.inventory,
+        )
 
 
 @dataclass(frozen=True)
@@ -306,23 +315,45 @@ def _time_variables(tp_: TimeProblem, cat):
     n_c, n_w = tp_.capacity.shape
     periods = range(len(tp_.hours))
     v = {
-        "n": {(c, p): pulp.LpVariable(f"n_{c}_{p}", 0, cat=cat)
-              for c in range(n_c) for p in periods},
-        "x": {(c, w, p): pulp.LpVariable(f"x_{c}_{w}_{p}", 0)
-              for c in range(n_c) for w in range(n_w) for p in periods
-              if tp_.capacity[c, w] > 0},
-        "r": {g: pulp.LpVariable(f"reserved_{g}", 0, cat=cat) for g in tp_.prices.reserved
-              if g in tp_.gpu_types},
-        "w": {g: pulp.LpVariable(f"owned_{g}", 0, cat=cat) for g in tp_.prices.owned
-              if g in tp_.gpu_types},
-        "o": {(g, p): pulp.LpVariable(f"ondemand_{g}_{p}", 0, cat=cat)
-              for g in tp_.gpu_types if g in tp_.prices.on_demand for p in periods},
+        "n": {
+            (c, p): pulp.LpVariable(f"n_{c}_{p}", 0, cat=cat) for c in range(n_c) for p in periods
+        },
+        "x": {
+            (c, w, p): pulp.LpVariable(f"x_{c}_{w}_{p}", 0)
+            for c in range(n_c)
+            for w in range(n_w)
+            for p in periods
+            if tp_.capacity[c, w] > 0
+        },
+        "r": {
+            g: pulp.LpVariable(f"reserved_{g}", 0, cat=cat)
+            for g in tp_.prices.reserved
+            if g in tp_.gpu_types
+        },
+        "w": {
+            g: pulp.LpVariable(f"owned_{g}", 0, cat=cat)
+            for g in tp_.prices.owned
+            if g in tp_.gpu_types
+        },
+        # on-demand GPUs need not be integer variables: with integer replicas and integer
+        # reserved/owned counts, the cheapest o is the integer shortfall anyway
+        "o": {
+            (g, p): pulp.LpVariable(f"ondemand_{g}_{p}", 0)
+            for g in tp_.gpu_types
+            if g in tp_.prices.on_demand
+            for p in periods
+        },
     }
     spot_ok = tp_.spot_max_share > 0 and tp_.prices.spot
-    v["q"] = {(c, p): pulp.LpVariable(f"q_{c}_{p}", 0, cat=cat) for c in range(n_c)
-              for p in periods if spot_ok and tp_.gpu[c] in tp_.prices.spot}
-    v["y"] = {(c, w, p): pulp.LpVariable(f"y_{c}_{w}_{p}", 0) for (c, w, p) in v["x"]
-              if (c, p) in v["q"]}
+    v["q"] = {
+        (c, p): pulp.LpVariable(f"q_{c}_{p}", 0, cat=cat)
+        for c in range(n_c)
+        for p in periods
+        if spot_ok and tp_.gpu[c] in tp_.prices.spot
+    }
+    v["y"] = {
+        (c, w, p): pulp.LpVariable(f"y_{c}_{w}_{p}", 0) for (c, w, p) in v["x"] if (c, p) in v["q"]
+    }
     return v
 
 
@@ -336,10 +367,13 @@ def build_time_lp(tp_: TimeProblem, integer: bool = True):
     cost = {
         "reserved": pulp.lpSum(pr.reserved[g] * horizon * x for g, x in v["r"].items()),
         "owned": pulp.lpSum(pr.owned[g] * horizon * x for g, x in v["w"].items()),
-        "on_demand": pulp.lpSum(pr.on_demand[g] * float(tp_.hours[p]) * x
-                                for (g, p), x in v["o"].items()),
-        "spot": pulp.lpSum(pr.spot[tp_.gpu[c]] * tp_.tp[c] * float(tp_.hours[p]) * x
-                           for (c, p), x in v["q"].items()),
+        "on_demand": pulp.lpSum(
+            pr.on_demand[g] * float(tp_.hours[p]) * x for (g, p), x in v["o"].items()
+        ),
+        "spot": pulp.lpSum(
+            pr.spot[tp_.gpu[c]] * tp_.tp[c] * float(tp_.hours[p]) * x
+            for (c, p), x in v["q"].items()
+        ),
     }
     lp += pulp.lpSum(cost.values())
     _time_constraints(lp, tp_, v)
@@ -381,21 +415,24 @@ def _time_gpu_limits(lp, tp_: TimeProblem, v, p: int) -> None:
         held = [v["r"].get(g), v["w"].get(g), v["o"].get((g, p))]
         lp += used <= pulp.lpSum(h for h in held if h is not None), f"gpus_{g}_{p}"
         if g in tp_.inventory:
-            spot = [tp_.tp[c] * v["q"][c, p] for c in range(n_c)
-                    if tp_.gpu[c] == g and (c, p) in v["q"]]
-            lp += pulp.lpSum([h for h in held if h is not None] + spot) <= tp_.inventory[g], (
-                f"inventory_{g}_{p}")
+            spot = [
+                tp_.tp[c] * v["q"][c, p] for c in range(n_c) if tp_.gpu[c] == g and (c, p) in v["q"]
+            ]
+            lp += (
+                pulp.lpSum([h for h in held if h is not None] + spot) <= tp_.inventory[g],
+                (f"inventory_{g}_{p}"),
+            )
     spot_load = [y for (c, w, pp), y in v["y"].items() if pp == p]
     if spot_load:
-        lp += pulp.lpSum(spot_load) <= tp_.spot_max_share * float(tp_.demand[:, p].sum()), (
-            f"spot_share_{p}")
+        lp += (
+            pulp.lpSum(spot_load) <= tp_.spot_max_share * float(tp_.demand[:, p].sum()),
+            (f"spot_share_{p}"),
+        )
     if tp_.min_replicas:
-        lp += pulp.lpSum(v["n"][c, p] for c in range(n_c)) >= tp_.min_replicas, (
-            f"redundancy_{p}")
+        lp += pulp.lpSum(v["n"][c, p] for c in range(n_c)) >= tp_.min_replicas, (f"redundancy_{p}")
 
 
-def solve_time(tp_: TimeProblem, backend: str = "cbc", time_limit_s: float = 10.0
-               ) -> TimeSolution:
+def solve_time(tp_: TimeProblem, backend: str = "cbc", time_limit_s: float = 10.0) -> TimeSolution:
     """Solve the fleet over time; the status says optimal, time_limit (with gap), infeasible."""
     lp, v, cost = build_time_lp(tp_)
     start = time.perf_counter()
@@ -406,23 +443,54 @@ def solve_time(tp_: TimeProblem, backend: str = "cbc", time_limit_s: float = 10.
     n_c, n_p = len(tp_.gpu), len(tp_.hours)
     if status in ("infeasible", "none"):
         if status == "none":
-            raise SolverError(f"the {backend} solver stopped after {time_limit_s:g} s without "
-                              "a feasible plan over time; raise solver.time_limit_s")
+            raise SolverError(
+                f"the {backend} solver stopped after {time_limit_s:g} s without "
+                "a feasible plan over time; raise solver.time_limit_s"
+            )
         zeros = np.zeros((len(types), n_p))
-        return TimeSolution("infeasible", {}, {}, zeros, zeros, np.zeros((n_c, n_p)),
-                            np.zeros((n_c, n_p)), {}, math.inf, math.inf, elapsed, types)
+        return TimeSolution(
+            "infeasible",
+            {},
+            {},
+            zeros,
+            zeros,
+            np.zeros((n_c, n_p)),
+            np.zeros((n_c, n_p)),
+            {},
+            math.inf,
+            math.inf,
+            elapsed,
+            types,
+        )
     val = lambda var: int(round(var.value() or 0)) if var is not None else 0  # noqa: E731
     on_demand = np.array([[val(v["o"].get((g, p))) for p in range(n_p)] for g in types])
     replicas = np.array([[val(v["n"][c, p]) for p in range(n_p)] for c in range(n_c)])
     spot_rep = np.array([[val(v["q"].get((c, p))) for p in range(n_p)] for c in range(n_c)])
-    spot_gpus = np.array([[sum(tp_.tp[c] * spot_rep[c, p] for c in range(n_c)
-                               if tp_.gpu[c] == g) for p in range(n_p)] for g in types])
+    spot_gpus = np.array(
+        [
+            [
+                sum(tp_.tp[c] * spot_rep[c, p] for c in range(n_c) if tp_.gpu[c] == g)
+                for p in range(n_p)
+            ]
+            for g in types
+        ]
+    )
     by_tier = {k: float(pulp.value(e) or 0.0) for k, e in cost.items()}
     total = sum(by_tier.values())
     bound = total if status == "optimal" else _time_lower_bound(tp_, backend)
     return TimeSolution(
-        status, {g: val(x) for g, x in v["r"].items()}, {g: val(x) for g, x in v["w"].items()},
-        on_demand, spot_gpus, replicas, spot_rep, by_tier, total, bound, elapsed, types,
+        status,
+        {g: val(x) for g, x in v["r"].items()},
+        {g: val(x) for g, x in v["w"].items()},
+        on_demand,
+        spot_gpus,
+        replicas,
+        spot_rep,
+        by_tier,
+        total,
+        bound,
+        elapsed,
+        types,
     )
 
 
@@ -432,18 +500,24 @@ def _time_lower_bound(tp_: TimeProblem, backend: str) -> float:
     return float(pulp.value(lp.objective) or 0.0) if _status(lp) == "optimal" else math.inf
 
 
-def balance_load(problem: FleetProblem, replicas: np.ndarray, backend: str = "cbc"
-                 ) -> np.ndarray | None:
+def balance_load(
+    problem: FleetProblem, replicas: np.ndarray, backend: str = "cbc"
+) -> np.ndarray | None:
     """Split each class's demand over the chosen replicas so the busiest candidate is as idle
     as possible (what a load balancer aims at), with a fixed tie-break so the split is the same
     on every run. Returns candidates x classes, or None if the replicas cannot carry it."""
     lp = pulp.LpProblem("balance", pulp.LpMinimize)
     z = pulp.LpVariable("max_utilisation", 0)
     n_w = problem.capacity.shape[1]
-    x = {(int(c), int(w)): pulp.LpVariable(f"x_{c}_{w}", 0)
-         for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True) if replicas[c] > 0}
-    tie = pulp.lpSum(1e-6 * (c * n_w + w + 1) / max(float(problem.demand[w]), 1e-9) * v
-                     for (c, w), v in x.items())
+    x = {
+        (int(c), int(w)): pulp.LpVariable(f"x_{c}_{w}", 0)
+        for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True)
+        if replicas[c] > 0
+    }
+    tie = pulp.lpSum(
+        1e-6 * (c * n_w + w + 1) / max(float(problem.demand[w]), 1e-9) * v
+        for (c, w), v in x.items()
+    )
     lp += z + tie
     for w, demand in enumerate(problem.demand):
         lp += pulp.lpSum(v for (c, ww), v in x.items() if ww == w) == float(demand)

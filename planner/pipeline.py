@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -190,8 +191,15 @@ def balanced(solution: FleetSolution, problem) -> FleetSolution:
     load = balance_load(problem, solution.replicas)
     if load is None:
         return solution
-    return FleetSolution(solution.status, solution.replicas, load, solution.cost_per_hour,
-                         solution.lower_bound, solution.solve_seconds, solution.backend)
+    return FleetSolution(
+        solution.status,
+        solution.replicas,
+        load,
+        solution.cost_per_hour,
+        solution.lower_bound,
+        solution.solve_seconds,
+        solution.backend,
+    )
 
 
 def _single_gpu_best(problem, offered, rows, classes, scenario):
@@ -265,8 +273,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     t0 = time.perf_counter()
     single = _single_gpu_best(problem, offered, rows, classes, scenario)
     timings["single_gpu"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - start
-    return Plan(
+    result = Plan(
         scenario_name=scenario.name or "scenario",
         model_id=model.id,
         engine=scenario.engine,
@@ -282,6 +289,14 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         notes=tuple(notes),
         timings_s=timings,
     )
+    if scenario.finance is not None:
+        from planner.timeplan import plan_over_time
+
+        t0 = time.perf_counter()
+        result = replace(result, over_time=plan_over_time(scenario, catalog, result))
+        timings["over_time"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - start
+    return result
 
 
 def _price_notes(gpus: list[Gpu], prices: dict[str, Price], scenario: Scenario) -> list[str]:

@@ -177,6 +177,7 @@ def plan_dict(plan: Plan) -> dict:
         notes=list(plan.notes),
     )
     out["lower_bound_per_hour_usd"] = plan.fleet.lower_bound_per_hour_usd
+    out["over_time"] = time_plan_dict(plan.over_time) if plan.over_time is not None else None
     return out
 
 
@@ -342,6 +343,8 @@ def render_plan(plan: Plan) -> str:
     ]
     lines += _comparison_lines(plan)
     lines += [f"Note: {n}" for n in plan.notes]
+    if plan.over_time is not None:
+        lines.append(render_time_plan(plan.over_time))
     return "\n".join(lines)
 
 
@@ -377,3 +380,101 @@ def _comparison_lines(plan: Plan) -> list[str]:
             f"around the clock; {verdict}"
         )
     return out
+
+
+# ---- plans over time -------------------------------------------------------------------------
+def time_plan_dict(tp) -> dict:
+    """The plan over time as JSON: held GPUs, per-period fleet, months, comparisons."""
+    sol = tp.solution
+    return {
+        "status": sol.status,
+        "gap": sol.gap,
+        "total_cost_usd": sol.total_cost,
+        "cost_by_tier_usd": sol.cost_by_tier,
+        "reserved_gpus": sol.reserved,
+        "owned_gpus": sol.owned,
+        "cost_per_1k_output_tokens_usd": tp.cost_per_1k_output_tokens_usd,
+        "all_on_demand_cost_usd": tp.all_on_demand.total_cost if tp.all_on_demand else None,
+        "all_reserved_for_peak_cost_usd": tp.all_reserved_cost,
+        "all_reserved_for_peak_gpus": tp.all_reserved_gpus,
+        "periods": tp.periods.to_dict(orient="records"),
+        "monthly": tp.monthly.to_dict(orient="records"),
+        "prices": [p.__dict__ for p in tp.prices],
+        "notes": list(tp.notes),
+    }
+
+
+def render_time_plan(tp) -> str:
+    """Terminal summary of the plan over time."""
+    sol = tp.solution
+    status = sol.status if sol.status == "optimal" else f"{sol.status}, gap {sol.gap:.1%}"
+    held = ", ".join(f"{n} x {g} reserved" for g, n in sol.reserved.items() if n)
+    held += "".join(f", {n} x {g} owned" for g, n in sol.owned.items() if n)
+    lines = [
+        "",
+        f"Plan over {tp.horizon_months} months [{status}]: "
+        f"{held or 'nothing reserved'}; the rest rented per period.",
+    ]
+    gpu_cols = [c[: -len("_in_use")] for c in tp.periods.columns if c.endswith("_in_use")]
+    rows = []
+    for _, r in tp.periods.iterrows():
+        mix = "; ".join(
+            f"{g}: {r[f'{g}_reserved'] + r[f'{g}_owned']}R+{r[f'{g}_on_demand']}OD"
+            f"+{r[f'{g}_spot']}S"
+            for g in gpu_cols
+            if r[f"{g}_in_use"] or r[f"{g}_reserved"]
+        )
+        demand = sum(r[c] for c in tp.periods.columns if c.startswith("demand_"))
+        rows.append(
+            (
+                r["months"],
+                int(r["slot"]),
+                f"{r['hours']:,.0f}",
+                f"{demand:.1f}",
+                mix,
+                money(r["cost_usd"], 0),
+            )
+        )
+    lines.append(
+        table(
+            ["months", "slot", "hours", "req/s", "GPUs (R reserved/owned, OD, S spot)", "cost"],
+            rows,
+            "lrrrlr",
+        )
+    )
+    m = tp.monthly
+    lines += [
+        "",
+        table(
+            ["month", "avg req/s", "reserved", "on-demand", "spot", "total", "$/1K out"],
+            [
+                (
+                    int(r.month),
+                    f"{r.avg_requests_per_s:.1f}",
+                    money(r.reserved_usd, 0),
+                    money(r.on_demand_usd, 0),
+                    money(r.spot_usd, 0),
+                    money(r.total_usd, 0),
+                    money(r.cost_per_1k_output_tokens_usd, 5),
+                )
+                for r in m.itertuples()
+            ],
+        ),
+    ]
+    lines.append("")
+    lines.append(
+        f"Horizon total {money(sol.total_cost, 0)} "
+        f"({money(tp.cost_per_1k_output_tokens_usd, 5)} per 1K output tokens)"
+    )
+    if tp.all_on_demand is not None and tp.all_on_demand.status != "infeasible":
+        od = tp.all_on_demand.total_cost
+        lines.append(
+            f"All on-demand: {money(od, 0)}; the mixed plan saves "
+            f"{money(od - sol.total_cost, 0)} ({(od - sol.total_cost) / od:.1%})"
+        )
+    if tp.all_reserved_cost is not None:
+        res = tp.all_reserved_cost
+        gpus = ", ".join(f"{n} x {g}" for g, n in tp.all_reserved_gpus.items())
+        lines.append(f"All reserved for the peak ({gpus}): {money(res, 0)}")
+    lines += [f"Note: {n}" for n in tp.notes]
+    return "\n".join(lines)

@@ -34,10 +34,64 @@ def _import_model(scenario: Scenario, path: Path, catalog: Catalog) -> tuple[Sce
     return scenario.model_copy(update={"model": model.id}), catalog.with_model(model)
 
 
+def read_demand_csv(path: Path, source: Path) -> list[float]:
+    """A CSV of `timestamp,requests_per_second` as 168 hour-of-week fractions of its peak."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise InputError(f"{source}: finance.profile.csv: file not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{source}: finance.profile.csv: cannot read {path}: {exc}") from None
+    missing = {"timestamp", "requests_per_second"} - set(frame.columns)
+    if missing:
+        raise InputError(
+            f"{source}: finance.profile.csv: {path} lacks column(s) "
+            f"{', '.join(sorted(missing))}; expected timestamp,requests_per_second"
+        )
+    stamps = pd.to_datetime(frame["timestamp"], errors="coerce", utc=True)
+    rate = pd.to_numeric(frame["requests_per_second"], errors="coerce")
+    bad = stamps.isna() | rate.isna() | (rate < 0)
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0]) + 2
+        raise InputError(
+            f"{source}: finance.profile.csv: {path} line {row}: expected an ISO "
+            "timestamp and a non-negative requests_per_second"
+        )
+    hour = stamps.dt.dayofweek * 24 + stamps.dt.hour
+    by_hour = rate.groupby(hour).mean().reindex(range(168))
+    if by_hour.isna().any():
+        by_hour = by_hour.fillna(
+            rate.groupby(stamps.dt.hour)
+            .mean()
+            .reindex([h % 24 for h in range(168)])
+            .set_axis(range(168))
+        )
+    if by_hour.isna().any() or by_hour.max() <= 0:
+        raise InputError(
+            f"{source}: finance.profile.csv: {path} must cover every hour of the "
+            "day with some demand"
+        )
+    return list((by_hour / by_hour.max()).astype(float))
+
+
+def _resolve_profile(scenario: Scenario, path: Path) -> Scenario:
+    """Read a demand CSV named in the scenario (relative to it) into the hourly profile."""
+    fin = scenario.finance
+    if fin is None or fin.profile.csv is None:
+        return scenario
+    csv = Path(fin.profile.csv)
+    csv = csv if csv.is_absolute() else path.parent / csv
+    profile = fin.profile.model_copy(update={"hourly": read_demand_csv(csv, path), "csv": None})
+    return scenario.model_copy(update={"finance": fin.model_copy(update={"profile": profile})})
+
+
 def load_scenario(path: str | Path, catalog: Catalog) -> tuple[Scenario, Catalog]:
     """Validate a scenario file; its name defaults to the file's stem."""
     path = Path(path)
     scenario = validate(read_yaml(path), Scenario, path)
+    scenario = _resolve_profile(scenario, path)
     if scenario.name is None:
         scenario = scenario.model_copy(update={"name": path.stem})
     if scenario.model not in catalog.models:

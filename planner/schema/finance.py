@@ -26,8 +26,9 @@ class DemandProfile(Strict):
             raise ValueError("give exactly one of 'hourly' (24 or 168 values) or 'csv'")
         for name, values in [("hourly", self.hourly), *self.by_class.items()]:
             if values is not None and len(values) not in (24, 168):
-                raise ValueError(f"{name}: needs 24 (a day) or 168 (a week) values, got "
-                                 f"{len(values)}")
+                raise ValueError(
+                    f"{name}: needs 24 (a day) or 168 (a week) values, got {len(values)}"
+                )
             if values is not None and max(values) <= 0:
                 raise ValueError(f"{name}: at least one hour must have demand above 0")
         return self
@@ -68,8 +69,12 @@ class Finance(Strict):
     growth_per_month: float = Field(default=0.0, ge=-0.5, le=2, allow_inf_nan=False)
     profile: DemandProfile
     slots: int = Field(default=4, ge=1, le=24, description="demand levels to plan for")
-    months_planned: list[int] | None = Field(
-        default=None, description="months (1-based) to plan explicitly; default: quarterly")
+    months_per_period: int = Field(
+        default=3,
+        ge=1,
+        le=12,
+        description="months planned together, each block sized for its last (busiest) month",
+    )
     reserved: Reserved | None = Reserved()
     spot: Spot | None = Spot()
     owned: dict[str, Owned] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -97,6 +98,7 @@ class Plan:
     assumptions: pd.DataFrame
     notes: tuple[str, ...] = field(default_factory=tuple)
     timings_s: dict[str, float] = field(default_factory=dict)
+    over_time: Any = None  # planner.timeplan.TimePlan when the scenario has a finance section
 
     @property
     def total_requests_per_s(self) -> float:

@@ -1,0 +1,1447 @@
+"""Calibrate the performance model's efficiency constants on published measurements.
+
+Four steps, each a function:
+
+* `load_measurements(path)`: read `data/calibration/measured_public.csv` (the format of its
+  SOURCES.md) and map every row to catalog ids (model, GPU, quant, KV dtype), an engine label,
+  the parallelism, the request shape and the measured metrics, converted to one unit each:
+  TPOT ms, TTFT ms, output tokens/s of the whole replica, end-to-end ms. Rows (or single
+  metrics) that cannot be compared honestly keep a reason in `skip_reason` / `metric_skips`.
+* `predict(measurements, catalog, profile)`: the performance model's prediction of the same
+  metric at the same operating point (see `predict` for which output is compared with what).
+* `error_table(pred)`: median and 90th-percentile absolute % error per metric, GPU and source.
+* `fit_profile(measurements, catalog, base_profile, engine_filter)`: bounded least squares on
+  the log error (own Levenberg-Marquardt over numpy, no scipy), with the uncertainty of every
+  constant from the Jacobian of the log residuals.
+
+Nothing here writes a file except `write_profile`.
+
+Assumptions made when mapping the public rows (each row's `assumptions` column repeats the
+ones that apply to it):
+
+* llama-bench `tg 512` starts from an empty context: input_len = 1 (the BOS token), 512
+  generated tokens, so the mean context is ~257. `pp 512` is a separate 512-token prefill at
+  batch 1: TTFT = 512 / pp * 1000 ms, compared with the prefill time (no queueing).
+* Single-stream decode rates are TPOT = 1000 / (tokens/s); AutoAWQ's "decode tokens/s" at
+  batch B is B sequences: TPOT = B * 1000 / (tokens/s).
+* Throughput is output tokens/s of the whole replica: `total_output_tok_s`, or
+  `output_tok_s_per_gpu * num_gpus`. A value whose per-GPU/total meaning is not stated is
+  used only when tp = 1 (the two coincide); `other_throughput_tok_s` (output-only or
+  input+output not stated) is never used.
+* KV dtype when unstated: fp8 for TensorRT-LLM FP8/FP4 rows (the v0.5/v0.6 performance.md
+  methodology builds the H100/L40S engines with `--enable_fp8 --fp8_kv_cache` and drops both
+  on A100; the v1.0 ModelOpt FP8/FP4 checkpoints quantize the KV cache to FP8), else the
+  quant's default. vLLM rows without a dtype run bf16 (vLLM's default for these
+  checkpoints, whose config says bfloat16).
+* Llama 3 8B/70B use the Llama 3.1 architecture entries; "LLaMA 7B/13B/70B" of the TensorRT-LLM
+  tables (methodology text: Llama 2), Vicuna 7B and Llama-2-*-chat use llama-2-*.
+* llama.cpp multi-GPU rows split layers across GPUs (no tensor parallelism): flagged
+  `layer_split`, never fitted; their prediction treats the GPUs as one sequential device
+  (tp = 1 timing, memory ignored).
+* TP across PCIe GPUs whose catalog scale-up domain is 1 (2x RTX 4090 in the MLC blog) is
+  modelled over the catalog's PCIe link bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from planner.catalog import Catalog
+from planner.perf import evaluate as ev
+from planner.perf import roofline as rf
+from planner.perf.candidates import IDEAL, GridSpec, deployment_rows
+from planner.perf.memory import PREFILL_CHUNK_TOKENS
+from planner.schema.engine import Efficiency, EngineProfile
+from planner.schema.model import Model
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+DEFAULT_CSV = PROJECT_DIR / "data" / "calibration" / "measured_public.csv"
+
+METRICS: tuple[str, ...] = ("tpot", "ttft", "throughput", "e2e")
+METRIC_UNITS = {"tpot": "ms", "ttft": "ms", "throughput": "tok/s", "e2e": "ms"}
+MEASURED = {m: f"meas_{m}" for m in METRICS}
+PREDICTED = {m: f"pred_{m}" for m in METRICS}
+
+SERVER_ENGINES: tuple[str, ...] = ("trtllm", "vllm", "lmdeploy", "mlc")
+FIT_PARAMS: tuple[str, ...] = (
+    "eta_mem",
+    "eta_compute_decode",
+    "eta_compute_prefill",
+    "allreduce_latency_us",
+    "step_overhead_ms",
+    "prefill_overhead_ms",
+)
+BOUNDS: dict[str, tuple[float, float]] = {
+    "eta_mem": (0.3, 1.0),
+    "eta_compute_decode": (0.3, 1.0),
+    "eta_compute_prefill": (0.3, 1.0),
+    "eta_kv": (0.3, 1.0),
+    "allreduce_latency_us": (1.0, 100.0),
+    "step_overhead_ms": (0.0, 20.0),
+    "prefill_overhead_ms": (0.0, 20.0),
+}
+# Width of the prior that pulls a GPU-family override towards the default (natural units).
+FAMILY_PRIOR_SCALE: dict[str, float] = {
+    "eta_mem": 0.1,
+    "eta_compute_decode": 0.1,
+    "eta_compute_prefill": 0.1,
+    "eta_kv": 0.1,
+    "allreduce_latency_us": 10.0,
+    "step_overhead_ms": 1.0,
+    "prefill_overhead_ms": 2.0,
+}
+
+# ---------------------------------------------------------------------------------------
+# Mapping the published rows to catalog ids
+# ---------------------------------------------------------------------------------------
+
+_SOURCE_KEYS: tuple[tuple[str, str], ...] = (
+    ("XiongjieDai/GPU-Benchmarks-on-LLM-Inference", "llamacpp-gpu-benchmarks"),
+    ("perf-overview.md", "trtllm-perf-overview-v1.0"),
+    ("docs/source/performance.md", "trtllm-performance-md-v0.6"),
+    ("H200launch.md", "trtllm-h200-blogs"),
+    ("Falcon180B-H200.md", "trtllm-h200-blogs"),
+    ("lmdeploy", "lmdeploy-w4a16"),
+    ("AutoAWQ", "autoawq-readme"),
+    ("mlc-ai/blog", "mlc-blog-2023-10"),
+    ("amd.com", "amd-rocm-vllm-mi300x"),
+    ("buildkite.com/vllm", "vllm-buildkite-9515"),
+)
+
+# First match wins: "mlc-llm (as measured by LMDeploy team)" is mlc, not lmdeploy.
+_ENGINES: tuple[tuple[str, str], ...] = (
+    ("llama.cpp", "llamacpp"),
+    ("tensorrt-llm", "trtllm"),
+    ("llm-awq", "llm-awq"),
+    ("autoawq", "autoawq"),
+    ("mlc", "mlc"),
+    ("turbomind", "lmdeploy"),
+    ("lmdeploy", "lmdeploy"),
+    ("vllm", "vllm"),
+)
+
+_GPUS: tuple[tuple[str, str | None], ...] = (
+    ("rtx 3090", None),
+    ("a6000", None),
+    ("a40", None),
+    ("apple", None),
+    ("radeon", None),
+    ("rtx 4090", "rtx-4090"),
+    ("rtx 6000 ada", "rtx-6000-ada"),
+    ("l40s", "l40s"),
+    ("h100 pcie", "h100-pcie"),
+    ("h100", "h100-sxm"),
+    ("h200", "h200"),
+    ("a100 pcie", "a100-80gb-pcie"),
+    ("a100", "a100-80gb"),
+    ("mi300x", "mi300x"),
+    ("b200", "b200"),
+)
+
+_QUANTS: tuple[tuple[str, str], ...] = (
+    (r"q4_k_m", "gguf-q4_k_m"),
+    (r"int4|4-bit|q4f16|awq", "int4-awq"),
+    (r"\bbf16\b", "bf16"),
+    (r"\bfp?16\b", "fp16"),
+    (r"\bfp8\b", "fp8"),
+    (r"\bfp4\b", "fp4"),
+)
+
+
+def source_key(source: str) -> str:
+    """A short stable key for one publication (the numbered sections of SOURCES.md)."""
+    for needle, key in _SOURCE_KEYS:
+        if needle.lower() in source.lower():
+            return key
+    return re.sub(r"[^a-z0-9]+", "-", source.lower()).strip("-")[:40]
+
+
+def engine_label(framework: str) -> str:
+    """llamacpp, trtllm, vllm, lmdeploy, mlc, autoawq, llm-awq or 'other'."""
+    text = framework.lower()
+    for needle, label in _ENGINES:
+        if needle in text:
+            return label
+    return "other"
+
+
+def map_gpu(name: str) -> str | None:
+    """Catalog GPU id of a published GPU name; None for GPUs the catalog lacks."""
+    text = name.lower()
+    for needle, gpu_id in _GPUS:
+        if needle in text:
+            return gpu_id
+    return None
+
+
+def map_model(name: str) -> str | None:
+    """Catalog model id of a published model name; None when the catalog has no entry."""
+    text = name.lower().replace("_", " ")
+    if "codellama" in text or "code llama" in text:
+        return None
+    if "mixtral" in text and "8x7" in text:
+        return "mixtral-8x7b"
+    if "mistral" in text and "7b" in text:
+        return "mistral-7b"
+    size = re.search(r"(\d+)\s*b\b", text)
+    if size is None:
+        return None
+    billions = int(size.group(1))
+    if "vicuna" in text and billions == 7:
+        return "llama-2-7b"
+    if re.search(r"llama[\s-]*3", text):
+        if "3.3" in text and billions == 70:
+            return "llama-3.3-70b"
+        return {8: "llama-3.1-8b", 70: "llama-3.1-70b", 405: "llama-3.1-405b"}.get(billions)
+    if "llama" in text:  # LLaMA 7B (methodology: Llama 2), llama 13b, Llama2-70B, Llama-2-*
+        return {7: "llama-2-7b", 13: "llama-2-13b", 70: "llama-2-70b"}.get(billions)
+    return None
+
+
+def map_quant(precision: str, engine: str) -> tuple[str | None, str]:
+    """Catalog quant id of a published precision, and the assumption made (if any)."""
+    text = precision.lower()
+    if not text.strip():
+        if engine == "vllm":
+            return "bf16", "dtype not published: vLLM default (checkpoint bfloat16) assumed"
+        return None, ""
+    for pattern, quant_id in _QUANTS:
+        if re.search(pattern, text):
+            note = ""
+            if "q4f16_1" in text:
+                note = "MLC q4f16_1 (group 32, 4.5 bits) mapped to int4-awq (4.16 bits)"
+            return quant_id, note
+    return None, ""
+
+
+def _kv_dtype(
+    raw: pd.Series, engine: str, quant_id: str | None, catalog: Catalog | None
+) -> tuple[str | None, str]:
+    stated = str(raw.get("kv_cache_precision") or "").lower()
+    if "fp8" in stated:
+        return "fp8", ""
+    if engine == "trtllm" and quant_id in ("fp8", "fp4"):
+        return "fp8", "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
+    if quant_id is None:
+        return None, ""
+    if catalog is not None and quant_id in catalog.quants:
+        return catalog.quants[quant_id].default_kv_dtype, ""
+    return ("bf16" if quant_id == "bf16" else "fp16"), ""
+
+
+def _num(value: object) -> float:
+    try:
+        out = float(str(value).strip())
+    except (TypeError, ValueError):
+        return math.nan
+    return out if math.isfinite(out) else math.nan
+
+
+def _scenario_kind(scenario: str, engine: str) -> str:
+    text = scenario.lower()
+    if "first-token" in text:
+        return "ttft_probe"
+    if "latency" in text:
+        return "latency"
+    if "infinite" in text:
+        return "offline_throughput"
+    if "static batch" in text:
+        return "static_batch"
+    return "single_stream"
+
+
+@dataclass
+class _RowMap:
+    """What `_map_row` builds for one CSV row before it becomes a DataFrame row."""
+
+    values: dict = field(default_factory=dict)
+    assumptions: list[str] = field(default_factory=list)
+    skips: list[str] = field(default_factory=list)
+    metric_skips: list[str] = field(default_factory=list)
+
+
+def _map_identity(raw: pd.Series, out: _RowMap, catalog: Catalog | None) -> None:
+    engine = engine_label(str(raw["framework"]))
+    model_id = map_model(str(raw["model"]))
+    gpu_id = map_gpu(str(raw["gpu"]))
+    quant_id, q_note = map_quant(str(raw["weight_precision"] or ""), engine)
+    kv, kv_note = _kv_dtype(raw, engine, quant_id, catalog)
+    out.assumptions += [n for n in (q_note, kv_note) if n]
+    if model_id is None:
+        out.skips.append(f"model '{raw['model']}' has no catalog entry")
+    if gpu_id is None:
+        out.skips.append(f"GPU '{raw['gpu']}' is not in the catalog")
+    if quant_id is None:
+        out.skips.append(f"precision '{raw['weight_precision']}' not mapped")
+    out.values.update(
+        engine=engine,
+        engine_class=(
+            "server" if engine in SERVER_ENGINES else "local" if engine == "llamacpp" else "hf"
+        ),
+        model_id=model_id,
+        gpu_id=gpu_id,
+        quant_id=quant_id,
+        kv_dtype=kv,
+    )
+
+
+def _map_shape(raw: pd.Series, out: _RowMap) -> None:
+    engine = out.values["engine"]
+    n_gpus = int(_num(raw["num_gpus"]) or 1)
+    tp = _num(raw["tp"])
+    layer_split = engine == "llamacpp" and n_gpus > 1 and math.isnan(tp)
+    if layer_split:
+        out.skips.append(
+            "llama.cpp multi-GPU run splits layers across GPUs (not tensor parallel); "
+            "the model has no layer-split mode"
+        )
+    tp = 1 if layer_split else int(tp) if not math.isnan(tp) else n_gpus
+    batch = _num(raw["batch_size"])
+    i_len, o_len = _num(raw["input_len"]), _num(raw["output_len"])
+    kind = _scenario_kind(str(raw["scenario"]), engine)
+    ttft_len = i_len
+    if engine == "llamacpp" and math.isnan(i_len):
+        i_len, ttft_len = 1.0, 512.0
+        out.assumptions.append(
+            "llama-bench tg starts from an empty context: input_len 1; TTFT from pp 512"
+        )
+    if kind == "offline_throughput" and math.isnan(batch):
+        out.assumptions.append("batch not published: the largest batch that fits (max_batch)")
+    out.values.update(
+        num_gpus=n_gpus,
+        tp=tp,
+        layer_split=layer_split,
+        batch=batch,
+        input_len=i_len,
+        output_len=o_len,
+        scenario_kind=kind,
+        ttft_input_len=ttft_len,
+        ttft_batch=1.0 if math.isnan(batch) else batch,
+    )
+
+
+def _map_metrics(raw: pd.Series, out: _RowMap) -> None:
+    v = out.values
+    per_user, total = _num(raw["output_tok_s_per_user"]), _num(raw["total_output_tok_s"])
+    per_gpu, tpot = _num(raw["output_tok_s_per_gpu"]), _num(raw["tpot_itl_ms"])
+    batch = v["batch"]
+    basis: dict[str, str] = {}
+    if math.isnan(tpot) and not math.isnan(per_user):
+        tpot, basis["tpot"] = 1000.0 / per_user, "1000 / output_tok_s_per_user"
+    throughput = math.nan
+    if v["engine"] == "autoawq" and not math.isnan(total):  # decode tokens/s of B sequences
+        tpot, basis["tpot"] = batch * 1000.0 / total, "batch * 1000 / decode tok/s"
+    elif not math.isnan(total):
+        ambiguous = "per-gpu vs total not stated" in str(raw["notes"]).lower()
+        if ambiguous and v["tp"] > 1:
+            out.metric_skips.append(
+                "throughput: per-GPU vs total not stated and tp > 1 (ambiguous)"
+            )
+        else:
+            throughput, basis["throughput"] = total, "total_output_tok_s"
+    elif not math.isnan(per_gpu):
+        throughput = per_gpu * v["num_gpus"]
+        basis["throughput"] = "output_tok_s_per_gpu * num_gpus"
+    if not math.isnan(_num(raw["other_throughput_tok_s"])):
+        out.metric_skips.append("throughput: output-only vs input+output not stated (unused)")
+    ttft = _num(raw["ttft_ms"])
+    prefill_rate = _num(raw["prefill_tok_s"])
+    if math.isnan(ttft) and not math.isnan(prefill_rate):
+        ttft = v["ttft_batch"] * v["ttft_input_len"] / prefill_rate * 1000.0
+        basis["ttft"] = "ttft_batch * ttft_input_len / prefill_tok_s"
+        if "anomalous" in str(raw["notes"]).lower():
+            out.metric_skips.append("ttft: prefill rate flagged anomalous in SOURCES.md")
+            ttft = math.nan
+    v.update(
+        meas_tpot=tpot,
+        meas_ttft=ttft,
+        meas_throughput=throughput,
+        meas_e2e=_num(raw["e2e_latency_ms"]),
+        metric_basis="; ".join(f"{k}: {b}" for k, b in basis.items()),
+    )
+    if all(math.isnan(v[MEASURED[m]]) for m in METRICS):
+        out.skips.append("no unambiguous metric")
+
+
+def _map_row(raw: pd.Series, catalog: Catalog | None) -> dict:
+    out = _RowMap()
+    out.values.update(
+        row_id=int(raw["row_id"]),
+        source_key=source_key(str(raw["source"])),
+        source=str(raw["source"]),
+        framework=str(raw["framework"]),
+        model_raw=str(raw["model"]),
+        gpu_raw=str(raw["gpu"]),
+        precision_raw=str(raw["weight_precision"]),
+    )
+    _map_identity(raw, out, catalog)
+    _map_shape(raw, out)
+    _map_metrics(raw, out)
+    out.values.update(
+        assumptions="; ".join(out.assumptions),
+        skip_reason="; ".join(out.skips),
+        metric_skips="; ".join(out.metric_skips),
+    )
+    return out.values
+
+
+def load_measurements(
+    path: str | Path = DEFAULT_CSV, catalog: Catalog | None = None
+) -> pd.DataFrame:
+    """Read a measurements CSV (the measured_public.csv format) and map it to catalog ids.
+
+    One output row per CSV row. `meas_tpot`/`meas_ttft`/`meas_e2e` are in ms and
+    `meas_throughput` in output tokens/s of the whole replica; NaN where not measured or not
+    usable. `skip_reason` is empty for rows that can be compared with the model.
+    `catalog` (optional) supplies each quant's default KV dtype.
+    """
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return pd.DataFrame([_map_row(r, catalog) for _, r in raw.iterrows()])
+
+
+def usable(measurements: pd.DataFrame) -> pd.DataFrame:
+    """The rows with no skip reason."""
+    return measurements[measurements["skip_reason"] == ""]
+
+
+# ---------------------------------------------------------------------------------------
+# Predictions
+# ---------------------------------------------------------------------------------------
+
+ProfileArg = EngineProfile | Mapping[str, EngineProfile] | None
+
+
+def _profile_for(profile: ProfileArg, engine: str) -> EngineProfile | None:
+    if profile is None or isinstance(profile, EngineProfile):
+        return profile
+    return profile.get(engine) or profile.get("*")
+
+
+def _col(df: pd.DataFrame, name: str) -> np.ndarray:
+    return df[name].to_numpy(dtype=float)
+
+
+def batch_prefill_ms(
+    model: Model,
+    frame: pd.DataFrame,
+    batch: np.ndarray | None = None,
+    input_len: np.ndarray | None = None,
+    chunk_tokens: int = PREFILL_CHUNK_TOKENS,
+) -> np.ndarray:
+    """Prefill of `batch` requests of `input_len` tokens, B*I tokens run in passes of at
+    most `chunk_tokens` (vLLM / TensorRT-LLM chunked prefill: max_num_batched_tokens 8192).
+
+    Per pass, the same terms as `evaluate`'s per-request prefill: compute at the prefill
+    efficiency, the weights read once (MoE: the experts the pass's tokens touch), two
+    all-reduces per layer, the fixed prefill overhead. Compute and all-reduce payload scale
+    with B*I; weight reads, collective latencies and the overhead with the number of passes.
+    For B = 1 and I <= chunk_tokens it equals `prefill_ms`. `frame` holds a grid's deployment
+    and eff_* columns; batch and input_len default to its `batch` and `input_len` columns.
+    """
+    b = _col(frame, "batch") if batch is None else np.asarray(batch, dtype=float)
+    i_len = _col(frame, "input_len") if input_len is None else np.asarray(input_len, float)
+    tp = _col(frame, "tp")
+    tokens = b * i_len
+    passes = np.maximum(np.ceil(tokens / chunk_tokens), 1.0)
+    flops = b * ev.flops_prefill_per_request(model, i_len) / tp
+    w_bytes = passes * ev.bytes_weights_per_step(model, frame, tokens / passes) / tp
+    t_c = rf.latency_compute(
+        flops, _col(frame, "peak_flops"), _col(frame, "eff_eta_compute_prefill")
+    )
+    t_m = rf.latency_memory(
+        w_bytes, _col(frame, "bandwidth_bytes_per_s"), _col(frame, "eff_eta_mem")
+    )
+    t_comm = passes * rf.latency_allreduce(
+        tp,
+        model.num_hidden_layers,
+        tokens / passes,
+        model.hidden_size,
+        _col(frame, "link_bytes_per_s"),
+        _col(frame, "eff_allreduce_latency_us") * 1e-6,
+    )
+    overhead = passes * _col(frame, "eff_prefill_overhead_ms")
+    return (np.maximum(t_c, t_m) + t_comm) * 1e3 + overhead
+
+
+def static_batch_e2e_ms(
+    model: Model, evaluated: pd.DataFrame, tpot_step_ms: np.ndarray | None = None
+) -> np.ndarray:
+    """End-to-end latency of a batch of B requests (vLLM latency benchmark, TensorRT-LLM
+    gptSessionBenchmark, and one turn of offline continuous batching): B prefills of I tokens
+    batched (`batch_prefill_ms`), then O - 1 decode steps at batch B (the prefill emits the
+    first token), each at `tpot_step_ms` (mean context I + O/2). `evaluated` is an
+    evaluated grid at that batch and shape.
+
+    e2e = prefill(B x I tokens) + (O - 1) * tpot_step(B)
+    """
+    steps = np.maximum(_col(evaluated, "output_len") - 1.0, 0.0)
+    step = _col(evaluated, "tpot_step_ms") if tpot_step_ms is None else tpot_step_ms
+    return batch_prefill_ms(model, evaluated) + steps * step
+
+
+_CORE_COLUMNS = ("tpot_step_ms", "prefill_ms", "max_batch", "fits", "bound", "prefill_bound")
+
+
+def _evaluate_core(model: Model, grid: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Memory, decode step, prefill and serving rate of `evaluate`, without its queueing
+    (whose Erlang recursion costs one numpy step per sequence slot: slow at batch 5000).
+
+    Calls the stages of `planner.perf.evaluate` directly so the numbers are the model's own;
+    if those private stages change shape, falls back to the public `evaluate`. The tests
+    check both paths agree.
+    """
+    try:
+        out: dict[str, np.ndarray] = {}
+        ev._memory(model, grid, out)
+        ev._decode(model, grid, out)
+        ev._prefill(model, grid, out)
+        core = {k: np.asarray(out[k]) for k in _CORE_COLUMNS}
+    except (AttributeError, KeyError, TypeError):  # pragma: no cover - owner changed stages
+        full = ev.evaluate(model, grid)
+        core = {k: full[k].to_numpy() for k in _CORE_COLUMNS}
+    rate = rf.serving_rate(
+        _col(grid, "batch"),
+        _col(grid, "output_len"),
+        core["tpot_step_ms"] * 1e-3,
+        core["prefill_ms"] * 1e-3,
+    )
+    core["throughput_tok_s"] = rate * _col(grid, "output_len")
+    return core
+
+
+EFF_FIELDS: tuple[str, ...] = tuple(Efficiency.model_fields)
+
+
+@dataclass
+class Design:
+    """The measurement rows as grid rows, grouped by model, ready for repeated evaluation.
+
+    `rows` are the measurement rows that can be predicted (mapped model, GPU and quant, a
+    valid deployment); `groups` hold (model, grid, positions in rows). Batches left open
+    (offline max-throughput rows) are resolved to max_batch with the memory constants of the
+    profile the design was built with; fits do not change those constants.
+    """
+
+    rows: pd.DataFrame
+    groups: list[tuple[Model, pd.DataFrame, np.ndarray]]
+    rejected: pd.DataFrame
+
+    def families(self) -> np.ndarray:
+        return self.rows["gpu_family"].to_numpy()
+
+    def subset(self, mask: np.ndarray) -> Design:
+        """The design restricted to the rows where `mask` is true (batches stay resolved)."""
+        mask = np.asarray(mask, dtype=bool)
+        new_pos = np.cumsum(mask) - 1
+        groups = []
+        for model, grid, pos in self.groups:
+            keep = mask[pos]
+            if keep.any():
+                groups.append((model, grid[keep].reset_index(drop=True), new_pos[pos[keep]]))
+        return Design(rows=self.rows[mask], groups=groups, rejected=self.rejected)
+
+    def evaluate(self, effs: Efficiency | Sequence[Efficiency]) -> pd.DataFrame:
+        """Predictions for every row (aligned to rows), with one efficiency for all rows or
+        one per row."""
+        n = len(self.rows)
+        res = {
+            k: np.full(n, np.nan)
+            for k in ("tpot_step_ms", "prefill_ms", "max_batch", "throughput_serving_model")
+        }
+        res.update({k: np.full(n, np.nan) for k in PREDICTED.values()})
+        res["fits"] = np.zeros(n, dtype=bool)
+        res["bound"] = np.full(n, "", dtype=object)
+        for model, grid, pos in self.groups:
+            _set_eff(grid, effs if isinstance(effs, Efficiency) else [effs[i] for i in pos])
+            core = _evaluate_core(model, grid)
+            for key in ("tpot_step_ms", "prefill_ms", "max_batch", "fits", "bound"):
+                res[key][pos] = core[key]
+            _predict_metrics(model, grid, core, res, pos)
+        return pd.DataFrame(res, index=self.rows.index)
+
+
+def _set_eff(grid: pd.DataFrame, effs: Efficiency | Sequence[Efficiency]) -> None:
+    if isinstance(effs, Efficiency):
+        for name, value in effs.model_dump().items():
+            grid[f"eff_{name}"] = float(value)
+        return
+    dumped = [e.model_dump() for e in effs]
+    for name in EFF_FIELDS:
+        grid[f"eff_{name}"] = np.array([d[name] for d in dumped], dtype=float)
+
+
+def _predict_metrics(
+    model: Model, grid: pd.DataFrame, core: dict, res: dict, pos: np.ndarray
+) -> None:
+    """TPOT: the decode step. TTFT: prefill of ttft_batch x ttft_input_len (no queueing).
+    Throughput: B * O / e2e (static batches and offline continuous batching alike). E2E:
+    batched prefill + (O-1) decode steps. Also the serving-rate throughput of `evaluate`
+    (per-request prefill) as `throughput_serving_model`, for comparison."""
+    e2e = static_batch_e2e_ms(model, grid, core["tpot_step_ms"])
+    res[PREDICTED["tpot"]][pos] = core["tpot_step_ms"]
+    res[PREDICTED["ttft"]][pos] = batch_prefill_ms(
+        model, grid, _col(grid, "ttft_batch"), _col(grid, "ttft_input_len")
+    )
+    res[PREDICTED["throughput"]][pos] = _col(grid, "batch") * _col(grid, "output_len") / e2e * 1e3
+    res[PREDICTED["e2e"]][pos] = e2e
+    res["throughput_serving_model"][pos] = core["throughput_tok_s"]
+
+
+def _deployment(row: pd.Series, catalog: Catalog) -> tuple[dict | None, str, str]:
+    """One grid row (without batch/shape) for a measurement row, or the reason it has none."""
+    model = catalog.model(row["model_id"])
+    gpu = catalog.gpu(row["gpu_id"])
+    tp = int(row["tp"])
+    note = ""
+    if tp > gpu.scaleup_domain_gpus:
+        gpu = gpu.model_copy(update={"scaleup_domain_gpus": tp})
+        note = f"tp {tp} over {gpu.interconnect} (beyond the catalog's scale-up domain)"
+    spec = GridSpec(
+        gpus=[gpu], quants=[catalog.quant(row["quant_id"])], tps=[tp], kv_dtypes=[row["kv_dtype"]]
+    )
+    ok, rejected = deployment_rows(model, spec, None, ideal=True)
+    if not ok:
+        return None, rejected[0]["reason"], note
+    return ok[0], "", note
+
+
+def build_design(
+    measurements: pd.DataFrame, catalog: Catalog, profile: ProfileArg, ideal: bool = False
+) -> Design:
+    """Grid rows for every mapped measurement row (skipped rows included: layer-split rows
+    are predicted as one sequential device); unresolvable rows go to `rejected`."""
+    mapped = measurements.dropna(subset=["model_id", "gpu_id", "quant_id", "kv_dtype"])
+    records, keep, rejected = [], [], []
+    for idx, row in mapped.iterrows():
+        dep, reason, note = _deployment(row, catalog)
+        if dep is None:
+            rejected.append({"row_id": row["row_id"], "reason": reason})
+            continue
+        batch = row["batch"]
+        dep.update(
+            batch=1 if math.isnan(batch) else int(batch),
+            shape_index=0,
+            input_len=row["input_len"],
+            output_len=row["output_len"],
+            ttft_input_len=row["ttft_input_len"],
+            ttft_batch=row["ttft_batch"],
+            scenario_kind=row["scenario_kind"],
+            _open_batch=math.isnan(batch),
+            _family=catalog.gpu(row["gpu_id"]).family,
+            _note=note,
+        )
+        records.append(dep)
+        keep.append(idx)
+    rows = measurements.loc[keep].copy()
+    grid_all = pd.DataFrame(records, index=rows.index)
+    rows["gpu_family"] = grid_all["_family"] if records else []
+    rows["predict_note"] = grid_all["_note"] if records else []
+    groups = []
+    for model_id, sub in grid_all.groupby(rows["model_id"], sort=True) if records else []:
+        pos = rows.index.get_indexer(sub.index)
+        grid = sub.drop(columns=["_family", "_note"]).reset_index(drop=True)
+        groups.append((catalog.model(model_id), grid, pos))
+    design = Design(rows=rows, groups=groups, rejected=pd.DataFrame(rejected))
+    _resolve_open_batches(design, _row_effs(design, profile, ideal))
+    return design
+
+
+def _resolve_open_batches(design: Design, effs: Sequence[Efficiency]) -> None:
+    """Rows whose batch is not published run at the largest batch that fits."""
+    for model, grid, pos in design.groups:
+        open_rows = grid["_open_batch"].to_numpy(dtype=bool)
+        if not open_rows.any():
+            continue
+        _set_eff(grid, [effs[i] for i in pos])
+        max_batch = _evaluate_core(model, grid)["max_batch"]
+        grid.loc[open_rows, "batch"] = np.maximum(max_batch[open_rows], 1)
+
+
+def _row_effs(design: Design, profile: ProfileArg, ideal: bool) -> list[Efficiency]:
+    if ideal:
+        return [IDEAL] * len(design.rows)
+    out = []
+    for engine, family in zip(design.rows["engine"], design.rows["gpu_family"], strict=True):
+        prof = _profile_for(profile, engine)
+        out.append(IDEAL if prof is None else prof.for_family(family))
+    return out
+
+
+def predict(
+    measurements: pd.DataFrame, catalog: Catalog, profile: ProfileArg, ideal: bool = False
+) -> pd.DataFrame:
+    """The model's prediction of every mapped row's metrics.
+
+    `profile` is one EngineProfile for every row, or a mapping engine label -> profile
+    (key '*' as fallback). Which model output is compared with each measurement:
+
+    * TPOT: `tpot_step_ms` at the row's batch and shape (single-stream and static runs have no
+      prefill interleaved, so not `tpot_ms`).
+    * TTFT: the prefill time of `ttft_batch` requests of `ttft_input_len` tokens (batch-1
+      probes and llama-bench pp 512: no queueing, no in-flight decode).
+    * Throughput: B * O / `static_batch_e2e_ms` at the published batch, or at max_batch
+      when none is published (offline runs at infinite request rate). For static batches
+      this is the benchmark's own definition; for offline continuous batching it is the
+      steady state with prefills batched into chunks. `evaluate`'s `throughput_tok_s`
+      charges every request its own prefill pass (a full weight read and the fixed prefill
+      overhead each), which at batch 1000+ and short prompts under-predicts by up to 2x;
+      it is kept as `throughput_serving_model` for comparison.
+    * E2E: `static_batch_e2e_ms`.
+
+    Returns the predictable rows of `measurements` with pred_* columns and diagnostics.
+    """
+    design = build_design(measurements, catalog, profile, ideal)
+    return _assemble(design, design.evaluate(_row_effs(design, profile, ideal)))
+
+
+def _assemble(design: Design, res: pd.DataFrame) -> pd.DataFrame:
+    out = design.rows.copy()
+    batches = np.full(len(out), np.nan)
+    for _, grid, pos in design.groups:
+        batches[pos] = grid["batch"].to_numpy(dtype=float)
+    out["pred_batch"] = batches
+    for col in res.columns:
+        out[col] = res[col]
+    for m in METRICS:
+        out.loc[out[MEASURED[m]].isna(), PREDICTED[m]] = np.nan
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------------------
+
+
+def long_errors(pred: pd.DataFrame, include_skipped: bool = False) -> pd.DataFrame:
+    """One row per (measurement row, metric) with measured, predicted and the errors.
+
+    `signed_pct` = (pred - meas) / meas * 100; `optimism_pct` > 0 means the model predicts a
+    faster system than measured (lower latency or higher throughput)."""
+    frame = pred if include_skipped else pred[pred["skip_reason"] == ""]
+    parts = []
+    keep = [
+        "row_id",
+        "source_key",
+        "engine",
+        "gpu_id",
+        "gpu_family",
+        "model_id",
+        "quant_id",
+        "tp",
+        "skip_reason",
+    ]
+    for m in METRICS:
+        sub = frame[frame[MEASURED[m]].notna() & frame[PREDICTED[m]].notna()]
+        if sub.empty:
+            continue
+        part = sub[keep].copy()
+        part["metric"] = m
+        part["measured"] = sub[MEASURED[m]].to_numpy(dtype=float)
+        part["predicted"] = sub[PREDICTED[m]].to_numpy(dtype=float)
+        parts.append(part)
+    if not parts:
+        return pd.DataFrame(columns=[*keep, "metric", "measured", "predicted"])
+    out = pd.concat(parts, ignore_index=True)
+    ratio = out["predicted"] / out["measured"]
+    out["signed_pct"] = (ratio - 1.0) * 100.0
+    out["abs_pct"] = out["signed_pct"].abs()
+    speed = np.where(out["metric"] == "throughput", ratio, 1.0 / ratio)
+    out["optimism_pct"] = (speed - 1.0) * 100.0
+    out["log_ratio"] = np.log(ratio)
+    return out
+
+
+def _summary(errors: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    grouped = errors.groupby(keys, sort=True)
+    out = grouped.agg(
+        n=("abs_pct", "size"),
+        median_abs_pct=("abs_pct", "median"),
+        p90_abs_pct=("abs_pct", lambda s: float(np.percentile(s, 90))),
+        median_signed_pct=("signed_pct", "median"),
+        median_optimism_pct=("optimism_pct", "median"),
+    )
+    return out.reset_index()
+
+
+def error_table(pred: pd.DataFrame, include_skipped: bool = False) -> pd.DataFrame:
+    """Median and 90th-percentile absolute % error per metric: over all rows (by='all'),
+    per GPU (by='gpu') and per source (by='source'). Columns: by, group, metric, n,
+    median_abs_pct, p90_abs_pct, median_signed_pct, median_optimism_pct."""
+    errors = long_errors(pred, include_skipped)
+    if errors.empty:
+        return pd.DataFrame(
+            columns=[
+                "by",
+                "group",
+                "metric",
+                "n",
+                "median_abs_pct",
+                "p90_abs_pct",
+                "median_signed_pct",
+                "median_optimism_pct",
+            ]
+        )
+    tables = []
+    for by, key in (("all", None), ("gpu", "gpu_id"), ("source", "source_key")):
+        if key is None:
+            part = _summary(errors.assign(group="all"), ["group", "metric"])
+        else:
+            part = _summary(errors.rename(columns={key: "group"}), ["group", "metric"])
+        tables.append(part.assign(by=by))
+    out = pd.concat(tables, ignore_index=True)
+    return out[
+        [
+            "by",
+            "group",
+            "metric",
+            "n",
+            "median_abs_pct",
+            "p90_abs_pct",
+            "median_signed_pct",
+            "median_optimism_pct",
+        ]
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Fitting
+# ---------------------------------------------------------------------------------------
+
+
+def _to_z(name: str, value: float) -> float:
+    lo, hi = BOUNDS[name]
+    u = min(max((value - lo) / (hi - lo), 1e-6), 1 - 1e-6)
+    return math.log(u / (1.0 - u))
+
+
+def _from_z(name: str, z: float) -> float:
+    lo, hi = BOUNDS[name]
+    return lo + (hi - lo) / (1.0 + math.exp(-min(max(z, -30.0), 30.0)))
+
+
+def levenberg_marquardt(
+    fun: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    max_iter: int = 100,
+    rtol: float = 1e-9,
+    step: float = 1e-5,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Minimise ||fun(x)||^2 from x0 (forward-difference Jacobian, Marquardt scaling).
+    Returns (x, residuals at x, evaluations)."""
+    x = np.asarray(x0, dtype=float).copy()
+    r = fun(x)
+    cost, lam, n_eval = float(r @ r), 1e-3, 1
+    for _ in range(max_iter):
+        jac = _jacobian(fun, x, r, step)
+        n_eval += len(x)
+        grad, hess = jac.T @ r, jac.T @ jac
+        improved = False
+        while lam < 1e12:
+            damp = lam * (np.diag(hess) + 1e-9)
+            delta = np.linalg.solve(hess + np.diag(damp), -grad)
+            r_new = fun(x + delta)
+            n_eval += 1
+            c_new = float(r_new @ r_new)
+            if c_new < cost:
+                done = cost - c_new <= rtol * max(cost, 1e-300)
+                x, r, cost, lam, improved = x + delta, r_new, c_new, max(lam / 5, 1e-9), True
+                break
+            lam *= 5
+        if not improved or done:
+            break
+    return x, r, n_eval
+
+
+def _jacobian(
+    fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, r: np.ndarray, step: float
+) -> np.ndarray:
+    jac = np.empty((len(r), len(x)))
+    for j in range(len(x)):
+        xp = x.copy()
+        xp[j] += step
+        jac[:, j] = (fun(xp) - r) / step
+    return jac
+
+
+@dataclass
+class _Problem:
+    """Residuals of one fit: which rows, which metrics, weights, and which params move."""
+
+    design: Design
+    base: Efficiency
+    names: tuple[str, ...]
+    targets: list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]  # metric, pos, meas, w
+    prior: Mapping[str, float] | None = None
+    prior_weight: float = 0.0
+    sigma: float = 1.0  # data residuals are log errors / sigma (matters with a prior only)
+    evaluations: int = 0
+
+    def eff(self, values: Mapping[str, float]) -> Efficiency:
+        return self.base.model_copy(update=dict(values))
+
+    def values(self, z: np.ndarray) -> dict[str, float]:
+        return {n: _from_z(n, zi) for n, zi in zip(self.names, z, strict=True)}
+
+    def residuals(self, z: np.ndarray) -> np.ndarray:
+        self.evaluations += 1
+        res = self.design.evaluate(self.eff(self.values(z)))
+        parts = [
+            np.sqrt(w) * np.log(res[PREDICTED[m]].to_numpy()[pos] / meas) / self.sigma
+            for m, pos, meas, w in self.targets
+        ]
+        if self.prior is not None and self.prior_weight > 0:
+            vals = self.values(z)
+            parts.append(
+                np.array(
+                    [
+                        math.sqrt(self.prior_weight)
+                        * (vals[n] - self.prior[n])
+                        / FAMILY_PRIOR_SCALE[n]
+                        for n in self.names
+                    ]
+                )
+            )
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def _targets(
+    design: Design, weighting: str
+) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    rows = design.rows
+    counts = rows["source_key"].value_counts()
+    out = []
+    for m in METRICS:
+        meas = rows[MEASURED[m]].to_numpy(dtype=float)
+        pos = np.flatnonzero(np.isfinite(meas) & (meas > 0))
+        if len(pos) == 0:
+            continue
+        if weighting == "sqrt_source":
+            w = 1.0 / np.sqrt(counts[rows["source_key"].to_numpy()[pos]].to_numpy(float))
+        else:
+            w = np.ones(len(pos))
+        out.append((m, pos, meas[pos], w))
+    mean_w = np.mean(np.concatenate([t[3] for t in out])) if out else 1.0
+    return [(m, pos, meas, w / mean_w) for m, pos, meas, w in out]  # mean weight 1
+
+
+def _fit_mask(
+    design: Design,
+    engine_filter: Iterable[str] | str | None,
+    row_filter: Callable[[pd.DataFrame], pd.Series] | None,
+) -> np.ndarray:
+    rows = design.rows
+    mask = np.array(rows["skip_reason"] == "", dtype=bool)
+    if engine_filter is not None:
+        engines = {engine_filter} if isinstance(engine_filter, str) else set(engine_filter)
+        mask = mask & np.array(rows["engine"].isin(engines), dtype=bool)
+    if row_filter is not None:
+        mask = mask & np.array(row_filter(rows), dtype=bool)
+    return mask
+
+
+def _jacobian_natural(problem: _Problem, values: Mapping[str, float]) -> np.ndarray:
+    """d residual / d constant in natural units; one-sided steps of 1e-4 of each constant's
+    range, pointing into the bounds (so constants at a bound get a finite derivative)."""
+    names = problem.names
+    r0 = problem.residuals(np.array([_to_z(n, values[n]) for n in names]))
+    cols = []
+    for name in names:
+        lo, hi = BOUNDS[name]
+        step = 1e-4 * (hi - lo)
+        step = step if values[name] + step <= hi else -step
+        moved = {**values, name: values[name] + step}
+        z = np.array([_to_z(n, moved[n]) for n in names])
+        cols.append((problem.residuals(z) - r0) / step)
+    return np.column_stack(cols) if cols else np.zeros((len(r0), 0))
+
+
+def _identified(problem: _Problem, values: Mapping[str, float]) -> list[bool]:
+    """A constant is identified when moving it changes some data residual."""
+    jac = _jacobian_natural(problem, values)
+    n_data = sum(len(t[1]) for t in problem.targets)
+    return [bool(np.max(np.abs(jac[:n_data, j]), initial=0.0) > 1e-9) for j in range(jac.shape[1])]
+
+
+def _starts(names: Sequence[str], base: Efficiency, n_starts: int) -> list[np.ndarray]:
+    z_base = np.array([_to_z(n, getattr(base, n)) for n in names])
+    starts = [z_base]
+    rng = np.random.default_rng(0)
+    for _ in range(max(n_starts - 1, 0)):
+        starts.append(rng.normal(0.0, 1.0, size=len(names)))
+    return starts
+
+
+def _solve(problem: _Problem, n_starts: int) -> tuple[np.ndarray, np.ndarray]:
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    for z0 in _starts(problem.names, problem.base, n_starts):
+        z, r, _ = levenberg_marquardt(problem.residuals, z0)
+        cost = float(r @ r)
+        if best is None or cost < best[0] - 1e-12:
+            best = (cost, z, r)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _uncertainty(problem: _Problem, values: Mapping[str, float], r: np.ndarray) -> dict:
+    """1-sigma of each fitted constant: s^2 (J^T J)^-1 with J the Jacobian of the (weighted)
+    log residuals in natural units and s^2 the residual variance per degree of freedom
+    (prior rows included, so family overrides get their posterior width). For a constant at
+    a bound this is the width of the one-sided curvature only."""
+    jac = _jacobian_natural(problem, values)
+    dof = max(len(r) - len(values), 1)
+    s2 = float(r @ r) / dof
+    try:
+        cov = s2 * np.linalg.pinv(jac.T @ jac)
+        sd = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    except np.linalg.LinAlgError:  # pragma: no cover
+        sd = np.full(len(values), np.nan)
+    return {n: float(x) for n, x in zip(problem.names, sd, strict=True)}
+
+
+def _fit_one(
+    design: Design,
+    base: Efficiency,
+    params: Sequence[str],
+    weighting: str,
+    n_starts: int,
+    prior: Mapping[str, float] | None = None,
+    prior_weight: float = 0.0,
+    sigma: float = 1.0,
+) -> tuple[Efficiency, dict]:
+    if prior is not None:  # start at, and freeze unseen constants to, the prior's values
+        base = base.model_copy(update={n: prior[n] for n in params})
+    targets = _targets(design, weighting)
+    problem = _Problem(design, base, tuple(params), targets)
+    base_values = {n: getattr(base, n) for n in params}
+    ident = _identified(problem, base_values) if targets else [False] * len(params)
+    free = tuple(n for n, ok in zip(params, ident, strict=True) if ok)
+    problem = _Problem(design, base, free, targets, prior, prior_weight, sigma)
+    report: dict = {
+        "rows": len(design.rows),
+        "residuals": int(sum(len(t[1]) for t in targets)),
+        "fitted": list(free),
+        "not_identified": [n for n in params if n not in free],
+    }
+    if not free:
+        return base, report
+    r0 = problem.residuals(np.array([_to_z(n, getattr(base, n)) for n in free]))
+    z, r = _solve(problem, n_starts)
+    values = problem.values(z)
+    sd = _uncertainty(problem, values, r)
+    n_data = report["residuals"]
+    report.update(
+        values=values,
+        sd=sd,
+        at_bound=[
+            n
+            for n, v in values.items()
+            if min(abs(v - b) for b in BOUNDS[n]) < 1e-3 * (BOUNDS[n][1] - BOUNDS[n][0])
+        ],
+        rms_log_before=float(sigma * np.sqrt(np.mean(r0[:n_data] ** 2))),
+        rms_log_after=float(sigma * np.sqrt(np.mean(r[:n_data] ** 2))),
+        evaluations=problem.evaluations,
+    )
+    return problem.eff(values), report
+
+
+def fit_profile(
+    measurements: pd.DataFrame,
+    catalog: Catalog,
+    base_profile: EngineProfile,
+    engine_filter: Iterable[str] | str | None = SERVER_ENGINES,
+    params: Sequence[str] = FIT_PARAMS,
+    families: Sequence[str] = (),
+    min_family_rows: int = 8,
+    family_prior_weight: float = 1.0,
+    weighting: str = "sqrt_source",
+    n_starts: int = 3,
+    row_filter: Callable[[pd.DataFrame], pd.Series] | None = None,
+    prior_profile: EngineProfile | None = None,
+    prior_weight: float = 1.0,
+    family_params: Sequence[str] | None = None,
+) -> tuple[EngineProfile, dict]:
+    """Fit efficiency constants of `base_profile` on the usable rows of the chosen engines.
+
+    Least squares on the log error of every measured metric (TPOT, TTFT, throughput, e2e),
+    each row weighted 1/sqrt(rows of its source) so one big table cannot drown the others
+    (weighting='equal' to switch off). Parameters move inside BOUNDS through a logistic
+    transform; a parameter the rows cannot see (no residual changes with it, e.g.
+    allreduce latency without tp > 1 rows) keeps its base value and is reported as not
+    identified. Multi-start (base values + random starts) guards against the kinks of the
+    roofline max().
+
+    `families`: GPU families that get their own override when they have >= min_family_rows
+    rows; an override is fitted on that family's rows only, with a Gaussian prior pulling
+    it towards the default: residuals are log errors / s (s = the default fit's weighted rms
+    log error, the noise level of these rows) and (constant - default) / FAMILY_PRIOR_SCALE
+    times sqrt(family_prior_weight).
+
+    `family_params`: the constants an override may change (default: `params`).
+
+    `prior_profile`: partial pooling for engines whose rows leave some directions loose (the
+    TensorRT-LLM tables have no small-batch decode, so eta_mem trades against the step
+    overhead): the default is pulled towards `prior_profile.default` exactly as a family
+    override is pulled towards the default (s from a first unpooled fit).
+
+    Returns the profile (default fitted, overrides added, everything else from base) and a
+    report: rows used, per-constant value and 1-sigma, constants at a bound, rms log error
+    before and after, per family.
+    """
+    full = build_design(measurements, catalog, base_profile)
+    design = full.subset(_fit_mask(full, engine_filter, row_filter))
+    if prior_profile is None:
+        default, rep = _fit_one(design, base_profile.default, params, weighting, n_starts)
+    else:
+        _, first = _fit_one(design, base_profile.default, params, weighting, 1)
+        default, rep = _fit_one(
+            design,
+            base_profile.default,
+            params,
+            weighting,
+            n_starts,
+            {n: getattr(prior_profile.default, n) for n in params},
+            prior_weight,
+            max(first.get("rms_log_after", 0.1), 0.03),
+        )
+        rep["prior"] = prior_profile.id
+    report: dict = {
+        "default": rep,
+        "row_ids": design.rows["row_id"].tolist(),
+        "sources": design.rows["source_key"].value_counts().to_dict(),
+        "families": {},
+    }
+    fam_col = design.families()
+    overrides: dict[str, Efficiency] = {}
+    for fam in families:
+        fam_mask = fam_col == fam
+        if fam_mask.sum() < min_family_rows:
+            report["families"][fam] = {"rows": int(fam_mask.sum()), "skipped": "too few rows"}
+            continue
+        fparams = tuple(family_params or params)
+        prior = {n: getattr(default, n) for n in fparams}
+        sigma = max(rep.get("rms_log_after", 0.1), 0.03)
+        eff, fam_rep = _fit_one(
+            design.subset(fam_mask),
+            default,
+            fparams,
+            weighting,
+            n_starts,
+            prior,
+            family_prior_weight,
+            sigma,
+        )
+        overrides[fam] = eff
+        report["families"][fam] = fam_rep
+    profile = base_profile.model_copy(update={"default": default, "families": overrides})
+    return profile, report
+
+
+# ---------------------------------------------------------------------------------------
+# The shipped profiles: which rows fit which engine profile
+# ---------------------------------------------------------------------------------------
+
+# Starting values and the constants that are not fitted (eta_kv, mem_util, runtime reserve):
+# the pre-calibration defaults of catalogs/engines/vllm.yaml.
+BASE_EFFICIENCY = Efficiency(
+    eta_mem=0.75,
+    eta_compute_decode=0.5,
+    eta_compute_prefill=0.6,
+    eta_kv=0.8,
+    allreduce_latency_us=15.0,
+    step_overhead_ms=1.5,
+    prefill_overhead_ms=5.0,
+    mem_util=0.9,
+    runtime_reserve_gb=2.0,
+)
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one shipped engine profile is fitted: which engines' rows, which GPU families
+    may get an override and how many rows an override needs."""
+
+    id: str
+    name: str
+    engines: tuple[str, ...]
+    families: tuple[str, ...] = ()
+    min_family_rows: int = 8
+    params: tuple[str, ...] = FIT_PARAMS
+    prior: str | None = None  # recipe whose fitted default the default is pooled towards
+    family_params: tuple[str, ...] | None = None  # constants an override may change
+    caveats: str = ""  # appended to the profile's notes
+
+    def base_profile(self, source: str = "to be fitted", as_of: str = "unfitted") -> EngineProfile:
+        return EngineProfile(
+            id=self.id, name=self.name, source=source, as_of=as_of, default=BASE_EFFICIENCY
+        )
+
+
+# Family overrides were tried for vllm and trtllm (hopper/ampere/ada/cdna3, all constants or
+# eta_mem + step overhead only): leave-one-source-out error got worse (throughput median
+# 11% -> 16-19%), so those profiles ship a default only. For llama.cpp, overrides of the
+# decode constants cut the leave-one-GPU-out TPOT error from 26% to 13% (GDDR Ada cards
+# reach a larger fraction of their bandwidth than HBM A100/H100 at batch 1).
+_THROUGHPUT_NOTE = (
+    "Max-throughput rows are predicted as B*O / (prefill of the B prompts in 8192-token "
+    "chunks + (O-1) decode steps), which is what static-batch and offline benchmarks "
+    "measure; planner.perf.evaluate's serving rate charges every request a prefill pass of "
+    "its own (full weight read + prefill overhead) and under-predicts short-prompt max "
+    "throughput by 2-2.7x at 128 in / 128 out, so fitting against it would distort these constants."
+)
+
+RECIPES: dict[str, Recipe] = {
+    "vllm": Recipe(
+        "vllm",
+        "vLLM (continuous batching, CUDA graphs, chunked prefill)",
+        SERVER_ENGINES,
+        caveats=(
+            "Caveats: the public set has no vLLM max-throughput or TTFT rows, so 45 of the 58 "
+            "rows are TensorRT-LLM (v0.5/v0.6 of 2023 and v1.0) and the compute efficiencies "
+            "are mostly TensorRT-LLM's: expect vLLM to be somewhat slower at large batch. "
+            "vLLM's own rows are 8 small-batch end-to-end latencies (MI300X TP8 FP8, H200 "
+            "bf16), which pin eta_mem, the all-reduce latency and the step overhead. "
+            "eta_mem and step_overhead_ms trade off (few small-batch rows): the overhead is "
+            "known to +/- 0.6 ms only. eta_compute_decode is low partly because the decode "
+            "step takes max(memory, compute) over the whole step while GEMMs and attention "
+            "run as separate kernels. eta_kv fitted freely gives 0.67-0.70 +/- 0.10 with "
+            "no better fit (weighted rms 0.1735 vs 0.1749), so the 0.8 is kept. Starts "
+            "matter a little: the log-error surface has shallow minima along eta_mem vs "
+            "step overhead (1 start: eta_mem 0.63, overhead 0.0 ms, rms 0.184). GPU-family "
+            "overrides made leave-one-source-out error worse and are not shipped. "
+            + _THROUGHPUT_NOTE
+        ),
+    ),
+    "trtllm": Recipe(
+        "trtllm",
+        "TensorRT-LLM (in-flight batching, FP8/FP4 ModelOpt checkpoints)",
+        ("trtllm",),
+        prior="vllm",
+        caveats=(
+            "Caveats: the TensorRT-LLM rows are max-throughput points and batch-1 TTFT only, "
+            "with no small-batch decode, so eta_mem and step_overhead_ms are not separable "
+            "from them alone (unpooled fits land at eta_mem 0.58 with 0 ms or 0.98 with 11 ms "
+            "depending on the start): hence the pooling towards the server-engine fit. Mixed "
+            "software: v0.5/v0.6 (2023, static batching, FP8 KV) and v1.0 (2025, PyTorch "
+            "backend; KV dtype assumed FP8). The two B200 FP4 rows are over-predicted by "
+            "30-40% (one Blackwell source, no override). mem_util 0.9 is of total memory while "
+            "TensorRT-LLM's kv_cache_free_gpu_mem_fraction 0.9 is of the memory left after "
+            "the weights, so max_batch is conservative (the H200 blog's batch 192 of "
+            "Llama-2-70B FP8 at 128/2048 does not fit in the model). " + _THROUGHPUT_NOTE
+        ),
+    ),
+    "llamacpp": Recipe(
+        "llamacpp",
+        "llama.cpp (GGUF, single stream, llama-bench)",
+        ("llamacpp",),
+        families=("ada", "ampere", "hopper"),
+        min_family_rows=3,
+        family_params=("eta_mem", "step_overhead_ms"),
+        caveats=(
+            "Caveats: llama-bench of May 2024 (llama.cpp commit not stated) on RunPod, batch "
+            "1: tg 512 from an empty context (input_len 1) for TPOT, pp 512 for TTFT. Single "
+            "source, so cross-validated by leaving one GPU out. eta_compute_decode and "
+            "allreduce_latency_us are not seen at batch 1 without TP. Multi-GPU rows split "
+            "layers (not TP) and are not fitted. GDDR Ada cards reach a larger fraction of "
+            "their bandwidth at batch 1 than HBM A100/H100 (family overrides of eta_mem and "
+            "step overhead). Prefill: the RTX 4090 is 2x faster than predicted because "
+            "llama.cpp's FP16 GEMMs run at the GeForce FP16-accumulate rate (330 TFLOPS) "
+            "while the catalog lists the FP32-accumulate 165; on H100 llama.cpp's prefill "
+            "reaches ~17% of the dense peak, below the 0.3 bound, and the 18.8 ms prefill "
+            "overhead absorbs part of that."
+        ),
+    ),
+}
+
+
+def fit_recipe(
+    measurements: pd.DataFrame,
+    catalog: Catalog,
+    recipe: Recipe,
+    row_filter: Callable[[pd.DataFrame], pd.Series] | None = None,
+    n_starts: int = 3,
+) -> tuple[EngineProfile, dict]:
+    """Fit one recipe (default + family overrides) from BASE_EFFICIENCY; a recipe with a
+    prior first fits the prior recipe on the same rows filter."""
+    prior = None
+    if recipe.prior is not None:
+        prior, _ = fit_recipe(measurements, catalog, RECIPES[recipe.prior], row_filter, n_starts)
+    return fit_profile(
+        measurements,
+        catalog,
+        recipe.base_profile(),
+        engine_filter=recipe.engines,
+        params=recipe.params,
+        families=recipe.families,
+        min_family_rows=recipe.min_family_rows,
+        n_starts=n_starts,
+        row_filter=row_filter,
+        prior_profile=prior,
+        family_params=recipe.family_params,
+    )
+
+
+def cross_validate(
+    measurements: pd.DataFrame,
+    catalog: Catalog,
+    recipe: Recipe,
+    group_col: str = "source_key",
+    n_starts: int = 3,
+) -> pd.DataFrame:
+    """Leave one group out (a source by default): fit the recipe on the other groups,
+    predict the held-out group's rows. Returns the held-out predictions of every group,
+    with `held_out` naming the group and `fit_note` the constants the fit could not see."""
+    rows = usable(measurements)
+    rows = rows[rows["engine"].isin(recipe.engines)]
+    parts = []
+    for group in sorted(rows[group_col].dropna().unique()):
+        profile, report = fit_recipe(
+            measurements,
+            catalog,
+            recipe,
+            row_filter=lambda r, g=group: r[group_col] != g,
+            n_starts=n_starts,
+        )
+        held = measurements[
+            measurements["row_id"].isin(rows.loc[rows[group_col] == group, "row_id"])
+        ]
+        pred = predict(held, catalog, profile)
+        pred["held_out"] = group
+        pred["fit_note"] = ", ".join(report["default"]["not_identified"])
+        parts.append(pred)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _fmt_constants(eff: Efficiency, sd: Mapping[str, float], params: Sequence[str]) -> str:
+    out = []
+    for name in params:
+        value = getattr(eff, name)
+        sigma = sd.get(name)
+        out.append(f"{name} {value:.3g}" + (f" +/- {sigma:.2g}" if sigma is not None else ""))
+    return "; ".join(out)
+
+
+def describe_fit(
+    recipe: Recipe,
+    profile: EngineProfile,
+    report: dict,
+    as_of: str,
+    data_file: str = "data/calibration/measured_public.csv",
+) -> tuple[str, str]:
+    """The `source` and `notes` texts of a fitted profile: exactly what was fitted on what."""
+    sources = ", ".join(f"{k} {v}" for k, v in sorted(report["sources"].items()))
+    ids = report["row_ids"]
+    source = (
+        f"Fitted {as_of} by planner.calibration.fit_recipe('{recipe.id}') on {data_file} "
+        f"(verbatim copy of the public set described in data/calibration/SOURCES.md): "
+        f"{len(ids)} rows of engines {', '.join(recipe.engines)} ({sources}; row_id "
+        f"{', '.join(str(i) for i in ids)}). Least squares on log(predicted/measured) of "
+        f"TPOT, TTFT, throughput and end-to-end latency, rows weighted 1/sqrt(rows of their "
+        f"source), constants bounded (eta 0.3-1, allreduce 1-100 us, overheads 0-20 ms)"
+        + (
+            f"; default pooled towards the '{recipe.prior}' fit (same rows filter) with a "
+            f"Gaussian prior"
+            if recipe.prior
+            else ""
+        )
+        + (
+            f"; {'/'.join(recipe.families)} overrides of "
+            f"{', '.join(recipe.family_params or recipe.params)} fitted on that family's rows "
+            f"(>= {recipe.min_family_rows}) with a prior towards the default"
+            if recipe.families
+            else "; no GPU-family overrides"
+        )
+        + "."
+    )
+    rep = report["default"]
+    notes = [
+        f"default (+/- 1 sigma from the Jacobian of the log residuals): "
+        f"{_fmt_constants(profile.default, rep.get('sd', {}), recipe.params)}; weighted rms "
+        f"log error {rep.get('rms_log_after', float('nan')):.3f}."
+    ]
+    if rep.get("not_identified"):
+        notes.append(
+            f"Not identified by these rows (kept at the pre-calibration value): "
+            f"{', '.join(rep['not_identified'])}."
+        )
+    if rep.get("at_bound"):
+        notes.append(f"At a bound: {', '.join(rep['at_bound'])}.")
+    for fam, fam_rep in report["families"].items():
+        if "values" in fam_rep:
+            notes.append(
+                f"{fam} override ({fam_rep['rows']} rows): "
+                f"{_fmt_constants(profile.families[fam], fam_rep['sd'], fam_rep['fitted'])}."
+            )
+        else:
+            notes.append(f"{fam}: no override ({fam_rep.get('rows', 0)} rows).")
+    notes.append(
+        f"Not fitted: eta_kv {profile.default.eta_kv}, mem_util {profile.default.mem_util}, "
+        f"runtime_reserve_gb {profile.default.runtime_reserve_gb} (pre-calibration values)."
+    )
+    if recipe.caveats:
+        notes.append(recipe.caveats)
+    return source, " ".join(notes)
+
+
+def fit_shipped_profiles(
+    measurements: pd.DataFrame, catalog: Catalog, as_of: str, n_starts: int = 8
+) -> dict[str, tuple[EngineProfile, dict]]:
+    """Fit every recipe of RECIPES; the profiles carry their source, notes and date.
+
+    The log-error surface has shallow, nearly equivalent minima along eta_mem vs
+    step_overhead_ms (the roofline max() has kinks): 8 starts find the best of them; fewer
+    starts move the constants within about one sigma."""
+    out = {}
+    for rid, recipe in RECIPES.items():
+        profile, report = fit_recipe(measurements, catalog, recipe, n_starts=n_starts)
+        source, notes = describe_fit(recipe, profile, report, as_of)
+        out[rid] = (
+            profile.model_copy(update={"source": source, "notes": notes, "as_of": as_of}),
+            report,
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------
+
+
+def _round_eff(eff: Efficiency) -> dict:
+    out = {}
+    for name, value in eff.model_dump().items():
+        digits = 3 if name.startswith("eta") or name == "mem_util" else 2
+        out[name] = round(float(value), digits)
+    return out
+
+
+def profile_document(profile: EngineProfile) -> dict:
+    """The YAML document of an engine profile (schema of planner/schema/engine.py)."""
+    doc = {
+        "id": profile.id,
+        "name": profile.name,
+        "source": profile.source,
+        "as_of": profile.as_of,
+        "notes": profile.notes,
+        "default": _round_eff(profile.default),
+        "families": {k: _round_eff(v) for k, v in sorted(profile.families.items())},
+    }
+    EngineProfile.model_validate(doc)
+    return doc
+
+
+def write_profile(profile: EngineProfile, path: str | Path, header: str = "") -> Path:
+    """Write an engine profile YAML (the only function here that writes a file)."""
+    import yaml
+
+    path = Path(path)
+    text = yaml.safe_dump(profile_document(profile), sort_keys=False, width=100, allow_unicode=True)
+    comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    path.write_text(comment + text, encoding="utf-8")
+    return path
