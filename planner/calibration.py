@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from planner.catalog import Catalog
+from planner.catalog import Catalog, load_catalog
 from planner.perf import evaluate as ev
 from planner.perf import roofline as rf
 from planner.perf.candidates import IDEAL, GridSpec, deployment_rows
@@ -222,7 +222,7 @@ def map_quant(precision: str, engine: str) -> tuple[str | None, str]:
 
 
 def _kv_dtype(
-    raw: pd.Series, engine: str, quant_id: str | None, catalog: Catalog | None
+    raw: pd.Series, engine: str, quant_id: str | None, catalog: Catalog
 ) -> tuple[str | None, str]:
     stated = str(raw.get("kv_cache_precision") or "").lower()
     if "fp8" in stated:
@@ -231,9 +231,9 @@ def _kv_dtype(
         return "fp8", "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
     if quant_id is None:
         return None, ""
-    if catalog is not None and quant_id in catalog.quants:
+    if quant_id in catalog.quants:
         return catalog.quants[quant_id].default_kv_dtype, ""
-    return ("bf16" if quant_id == "bf16" else "fp16"), ""
+    return None, ""
 
 
 def _num(value: object) -> float:
@@ -244,7 +244,7 @@ def _num(value: object) -> float:
     return out if math.isfinite(out) else math.nan
 
 
-def _scenario_kind(scenario: str, engine: str) -> str:
+def _scenario_kind(scenario: str) -> str:
     text = scenario.lower()
     if "first-token" in text:
         return "ttft_probe"
@@ -267,7 +267,7 @@ class _RowMap:
     metric_skips: list[str] = field(default_factory=list)
 
 
-def _map_identity(raw: pd.Series, out: _RowMap, catalog: Catalog | None) -> None:
+def _map_identity(raw: pd.Series, out: _RowMap, catalog: Catalog) -> None:
     engine = engine_label(str(raw["framework"]))
     model_id = map_model(str(raw["model"]))
     gpu_id = map_gpu(str(raw["gpu"]))
@@ -294,7 +294,7 @@ def _map_identity(raw: pd.Series, out: _RowMap, catalog: Catalog | None) -> None
 
 def _map_shape(raw: pd.Series, out: _RowMap) -> None:
     engine = out.values["engine"]
-    n_gpus = int(_num(raw["num_gpus"]) or 1)
+    n_gpus = 1 if math.isnan(_num(raw["num_gpus"])) else int(_num(raw["num_gpus"]))
     tp = _num(raw["tp"])
     layer_split = engine == "llamacpp" and n_gpus > 1 and math.isnan(tp)
     if layer_split:
@@ -305,7 +305,7 @@ def _map_shape(raw: pd.Series, out: _RowMap) -> None:
     tp = 1 if layer_split else int(tp) if not math.isnan(tp) else n_gpus
     batch = _num(raw["batch_size"])
     i_len, o_len = _num(raw["input_len"]), _num(raw["output_len"])
-    kind = _scenario_kind(str(raw["scenario"]), engine)
+    kind = _scenario_kind(str(raw["scenario"]))
     ttft_len = i_len
     if engine == "llamacpp" and math.isnan(i_len):
         i_len, ttft_len = 1.0, 512.0
@@ -370,7 +370,7 @@ def _map_metrics(raw: pd.Series, out: _RowMap) -> None:
         out.skips.append("no unambiguous metric")
 
 
-def _map_row(raw: pd.Series, catalog: Catalog | None) -> dict:
+def _map_row(raw: pd.Series, catalog: Catalog) -> dict:
     out = _RowMap()
     out.values.update(
         row_id=int(raw["row_id"]),
@@ -400,8 +400,9 @@ def load_measurements(
     One output row per CSV row. `meas_tpot`/`meas_ttft`/`meas_e2e` are in ms and
     `meas_throughput` in output tokens/s of the whole replica; NaN where not measured or not
     usable. `skip_reason` is empty for rows that can be compared with the model.
-    `catalog` (optional) supplies each quant's default KV dtype.
+    `catalog` (default: the project's) supplies each quant's default KV dtype.
     """
+    catalog = catalog if catalog is not None else load_catalog()
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
     return pd.DataFrame([_map_row(r, catalog) for _, r in raw.iterrows()])
 

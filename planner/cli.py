@@ -80,8 +80,9 @@ def _catalog(ctx: click.Context):
     help="MIP backend (default: the scenario's, else cbc).",
 )
 @click.option("--time-limit", type=float, default=None, help="Solver time limit in seconds.")
+@click.option("--plot", is_flag=True, help="Also write PNG charts next to the workbook.")
 @click.pass_context
-def solve(ctx, scenario, output, as_json, no_export, solver, time_limit) -> None:
+def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -> None:
     """Plan the cheapest fleet that meets a scenario's SLAs.
 
     Example: planner solve scenarios/chatbot.yaml -o exports/chatbot.xlsx
@@ -101,12 +102,42 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit) -> None
         if output is None:
             target.parent.mkdir(parents=True, exist_ok=True)
         written = write_workbook(result, target)
+    charts = (
+        _write_plots(result, written or EXPORTS_DIR / f"{Path(scenario).stem}.xlsx")
+        if (plot)
+        else []
+    )
     if as_json:
         click.echo(to_json(plan_dict(result)), nl=False)
     else:
         click.echo(render_plan(result))
         if written:
             click.echo(f"Workbook: {written}")
+        for chart in charts:
+            click.echo(f"Chart: {chart}")
+
+
+def _write_plots(result, workbook: Path) -> list[Path]:
+    """PNG charts next to the workbook: frontier, demand and fleet, break-even."""
+    from planner import plots
+    from planner.buildvsbuy import cost_curves
+
+    workbook.parent.mkdir(parents=True, exist_ok=True) if workbook.parent == EXPORTS_DIR else None
+    stem = workbook.with_suffix("")
+    out = [plots.frontier(result, Path(f"{stem}-frontier.png"))]
+    if result.over_time is not None:
+        out.append(plots.demand_and_fleet(result, Path(f"{stem}-demand.png")))
+    if result.cheapest_api is not None:
+        volume, own, api = cost_curves(
+            result.problem, result, result.cheapest_api, result.average_demand_factor
+        )
+        label = f"{result.cheapest_api.provider} {result.cheapest_api.provider_model_id}"
+        out.append(
+            plots.break_even(
+                volume, own, api, label, result.total_requests_per_s, Path(f"{stem}-break-even.png")
+            )
+        )
+    return out
 
 
 def _solver_overrides(sc, solver, time_limit):
@@ -118,6 +149,59 @@ def _solver_overrides(sc, solver, time_limit):
             raise InputError(f"--time-limit: must be positive, got {time_limit}")
         update["time_limit_s"] = time_limit
     return sc.model_copy(update={"solver": sc.solver.model_copy(update=update)}) if update else sc
+
+
+@cli.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Chart path (default: exports/<scenario>-break-even.png).",
+)
+@click.option("--no-plot", is_flag=True, help="Do not draw the chart.")
+@click.pass_context
+def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
+    """Self-hosting against every API offering of the model, with break-even volumes.
+
+    Example: planner compare scenarios/build-vs-api.yaml
+    """
+    from planner.buildvsbuy import compare as run_compare
+    from planner.buildvsbuy import cost_curves
+    from planner.pipeline import plan as make_plan
+    from planner.report import compare_dict, render_compare, to_json
+    from planner.scenarios import load_scenario
+
+    sc, catalog = load_scenario(scenario, _catalog(ctx))
+    result = make_plan(sc, catalog)
+    rows = run_compare(result, result.problem, result.average_demand_factor)
+    chart = None
+    if rows and not no_plot:
+        from planner import plots
+
+        target = (
+            Path(plot_path) if plot_path else EXPORTS_DIR / f"{Path(scenario).stem}-break-even.png"
+        )
+        if plot_path is None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        best = rows[0].quote
+        volume, own, api = cost_curves(result.problem, result, best, result.average_demand_factor)
+        chart = plots.break_even(
+            volume,
+            own,
+            api,
+            f"{best.provider} {best.provider_model_id}",
+            result.total_requests_per_s,
+            target,
+        )
+    if as_json:
+        click.echo(to_json(compare_dict(result, rows)), nl=False)
+    else:
+        click.echo(render_compare(result, rows))
+        if chart:
+            click.echo(f"Chart: {chart}")
 
 
 @cli.command()

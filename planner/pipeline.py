@@ -288,6 +288,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         assumptions=facts.assumption_table(scenario, catalog, model, gpus, prices),
         notes=tuple(notes),
         timings_s=timings,
+        problem=problem,
     )
     if scenario.finance is not None:
         from planner.timeplan import plan_over_time

@@ -478,3 +478,80 @@ def render_time_plan(tp) -> str:
         lines.append(f"All reserved for the peak ({gpus}): {money(res, 0)}")
     lines += [f"Note: {n}" for n in tp.notes]
     return "\n".join(lines)
+
+
+# ---- build vs buy ------------------------------------------------------------------------------
+def compare_dict(plan: Plan, rows) -> dict:
+    """The comparison as JSON."""
+    return {
+        "scenario": plan.scenario_name,
+        "model": plan.model_id,
+        "demand_requests_per_s": plan.total_requests_per_s,
+        "average_demand_factor": plan.average_demand_factor,
+        "self_hosted_monthly_usd": plan.fleet.monthly_cost_usd,
+        "apis": [
+            {
+                **_quote_dict(r.quote),
+                "api_cost_per_request_usd": r.api_cost_per_request_usd,
+                "api_monthly_usd": r.api_monthly_usd,
+                "break_even_peak_requests_per_s": r.break_even_peak_requests_per_s,
+                "break_even_tokens_per_month": r.break_even_tokens_per_month,
+            }
+            for r in rows
+        ],
+    }
+
+
+def render_compare(plan: Plan, rows) -> str:
+    """A table of every API offering against the self-hosted plan, and a bar chart."""
+    own = plan.fleet.monthly_cost_usd
+    head = (
+        f"Build vs buy for {plan.model_id}: {plan.total_requests_per_s:g} req/s peak, "
+        f"average {plan.average_demand_factor:.0%} of peak; self-hosted fleet "
+        f"{money(own, 0)}/month ({plan.fleet.total_gpus} GPUs, sized for the peak, 24/7)"
+    )
+    if not rows:
+        return head + f"\nNo API in the catalog serves {plan.model_id}."
+    body = table(
+        [
+            "provider",
+            "endpoint",
+            "$/1M in",
+            "$/1M out",
+            "$/request",
+            "API $/month",
+            "vs self",
+            "break-even peak req/s",
+            "break-even tokens/month",
+        ],
+        [
+            (
+                r.quote.provider,
+                r.quote.provider_model_id[:40],
+                f"{r.quote.input_usd_per_1m:g}",
+                f"{r.quote.output_usd_per_1m:g}",
+                f"{r.api_cost_per_request_usd:.6f}",
+                money(r.api_monthly_usd, 0),
+                "API cheaper" if r.api_monthly_usd < own else "self cheaper",
+                "never in range"
+                if r.break_even_peak_requests_per_s is None
+                else f"{r.break_even_peak_requests_per_s:,.2f}",
+                ""
+                if r.break_even_tokens_per_month is None
+                else f"{r.break_even_tokens_per_month:,.3g}",
+            )
+            for r in rows
+        ],
+        "llrrrrlrr",
+    )
+    return "\n".join([head, "", body, "", _bars(own, rows[:8])])
+
+
+def _bars(own: float, rows) -> str:
+    """A small horizontal bar chart of monthly cost: self-hosted and the cheapest APIs."""
+    items = [("self-hosted", own)] + [(f"{r.quote.provider}", r.api_monthly_usd) for r in rows]
+    top = max(v for _, v in items) or 1.0
+    width = max(len(n) for n, _ in items)
+    return "\n".join(
+        f"{n.ljust(width)}  {'#' * max(1, round(40 * v / top))} {money(v, 0)}" for n, v in items
+    )

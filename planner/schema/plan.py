@@ -99,6 +99,14 @@ class Plan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     timings_s: dict[str, float] = field(default_factory=dict)
     over_time: Any = None  # planner.timeplan.TimePlan when the scenario has a finance section
+    problem: Any = None  # planner.optimize.FleetProblem the fleet was solved from
+
+    @property
+    def average_demand_factor(self) -> float:
+        """Mean demand over the day or week as a fraction of the peak (1 without a profile)."""
+        if self.over_time is None:
+            return 1.0
+        return float(self.over_time.profile.mean())
 
     @property
     def total_requests_per_s(self) -> float:
