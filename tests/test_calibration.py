@@ -1,0 +1,229 @@
+"""Calibration: the public measurements map to the catalog, the fit recovers known constants,
+and every shipped engine profile is physically plausible."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner import calibration as cal
+from planner.catalog import load_catalog
+from planner.loading import load_yaml_model
+from planner.perf import evaluate as ev
+from planner.schema.engine import EngineProfile
+
+SHIPPED = ("vllm", "trtllm", "llamacpp")
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def measurements(catalog):
+    return cal.load_measurements(cal.DEFAULT_CSV, catalog)
+
+
+def row(frame: pd.DataFrame, row_id: int) -> pd.Series:
+    return frame.set_index("row_id").loc[row_id]
+
+
+def test_data_lives_in_the_project():
+    assert cal.DEFAULT_CSV.is_relative_to(cal.PROJECT_DIR)
+    assert cal.DEFAULT_CSV.is_file()
+    sources = cal.DEFAULT_CSV.with_name("SOURCES.md").read_text(encoding="utf-8")
+    assert "Copied verbatim" in sources
+
+
+def test_csv_loads_and_maps_enough_rows(measurements):
+    assert len(measurements) == 112
+    used = cal.usable(measurements)
+    assert len(used) >= 60
+    assert used[["model_id", "gpu_id", "quant_id", "kv_dtype"]].notna().all().all()
+    has_metric = used[[cal.MEASURED[m] for m in cal.METRICS]].notna().any(axis=1)
+    assert has_metric.all()
+
+
+@pytest.mark.parametrize(
+    ("row_id", "model", "gpu", "quant", "kv", "tp"),
+    [
+        (3, "llama-3.1-8b", "rtx-4090", "gguf-q4_k_m", "fp16", 1),
+        (18, "llama-3.1-8b", "a100-80gb-pcie", "fp16", "fp16", 1),
+        (23, "llama-3.1-8b", "h100-pcie", "gguf-q4_k_m", "fp16", 1),
+        (57, "llama-3.3-70b", "b200", "fp4", "fp8", 1),
+        (59, "llama-3.1-405b", "h200", "fp8", "fp8", 8),
+        (65, "llama-2-7b", "h100-sxm", "fp8", "fp8", 1),
+        (68, "llama-2-7b", "a100-80gb", "fp16", "fp16", 1),
+        (81, "llama-2-13b", "h200", "fp8", "fp8", 1),
+        (123, "llama-2-7b", "rtx-4090", "int4-awq", "fp16", 1),
+        (125, "mistral-7b", "rtx-4090", "int4-awq", "fp16", 1),
+        (129, "llama-2-70b", "rtx-4090", "int4-awq", "fp16", 2),
+        (141, "llama-3.1-70b", "mi300x", "fp8", "fp8", 8),
+        (158, "llama-3.1-8b", "h200", "bf16", "bf16", 1),
+        (160, "mixtral-8x7b", "h200", "bf16", "bf16", 2),
+    ],
+)
+def test_rows_map_to_catalog_ids(measurements, row_id, model, gpu, quant, kv, tp):
+    r = row(measurements, row_id)
+    assert (r["model_id"], r["gpu_id"], r["quant_id"], r["kv_dtype"], r["tp"]) == (
+        model, gpu, quant, kv, tp,
+    )  # fmt: skip
+
+
+def test_metrics_are_converted_to_one_unit_each(measurements):
+    assert row(measurements, 3)["meas_tpot"] == pytest.approx(1000 / 130.58)
+    assert row(measurements, 3)["meas_ttft"] == pytest.approx(512 / 7138.99 * 1000)
+    assert row(measurements, 3)["input_len"] == 1  # llama-bench tg from an empty context
+    assert row(measurements, 66)["meas_throughput"] == pytest.approx(2657 * 2)  # per GPU x 2
+    assert row(measurements, 41)["meas_throughput"] == 27911  # total, batch left open
+    assert np.isnan(row(measurements, 41)["batch"])
+    assert row(measurements, 126)["meas_tpot"] == pytest.approx(8 * 1000 / 1185.25)
+    assert row(measurements, 141)["meas_e2e"] == 15254
+    assert row(measurements, 71)["meas_ttft"] == 7
+
+
+def test_unmapped_and_ambiguous_rows_keep_a_reason(measurements):
+    reasons = measurements.set_index("row_id")["skip_reason"]
+    assert "CodeLlama" in reasons[128]
+    assert "not in the catalog" in reasons[34]  # Apple
+    assert "not in the catalog" in reasons[1]  # RTX 3090
+    assert "not in the catalog" in reasons[130]  # Radeon
+    assert "ambiguous" in row(measurements, 69)["metric_skips"]  # per-GPU vs total, tp 4
+    assert reasons[69] and reasons[146]  # no usable metric left
+    assert np.isnan(row(measurements, 21)["meas_ttft"])  # anomalous pp 512
+    assert not np.isnan(row(measurements, 21)["meas_tpot"])
+    split = measurements[measurements["layer_split"]]
+    assert set(split["row_id"]) == {26, 27, 28, 29, 30, 31, 32, 33}
+    assert split["skip_reason"].str.contains("layer").all()
+
+
+def test_engine_labels(measurements):
+    engines = measurements.set_index("row_id")["engine"]
+    assert engines[118] == "lmdeploy" and engines[120] == "mlc" and engines[122] == "llm-awq"
+    assert engines[41] == "trtllm" and engines[141] == "vllm" and engines[1] == "llamacpp"
+    assert engines[123] == "autoawq"
+
+
+def test_fast_path_matches_evaluate(measurements, catalog):
+    design = cal.build_design(cal.usable(measurements), catalog, catalog.engines["vllm"])
+    for model, grid, _ in design.groups:
+        fast = cal._evaluate_core(model, grid)
+        full = ev.evaluate(model, grid)
+        for col in ("tpot_step_ms", "prefill_ms", "max_batch"):
+            np.testing.assert_allclose(fast[col], full[col].to_numpy(dtype=float), rtol=1e-12)
+        np.testing.assert_allclose(
+            fast["throughput_tok_s"], full["throughput_tok_s"].to_numpy(dtype=float), rtol=1e-12
+        )
+
+
+def test_batch_prefill_and_e2e_helpers(measurements, catalog):
+    design = cal.build_design(cal.usable(measurements), catalog, catalog.engines["vllm"])
+    for model, grid, _ in design.groups:
+        one = grid.assign(batch=1, input_len=np.minimum(grid["input_len"], 8192))
+        full = ev.evaluate(model, one)
+        np.testing.assert_allclose(
+            cal.batch_prefill_ms(model, one), full["prefill_ms"].to_numpy(), rtol=1e-9
+        )
+        e2e = cal.static_batch_e2e_ms(model, full)
+        expected = (
+            cal.batch_prefill_ms(model, full) + (full["output_len"] - 1) * full["tpot_step_ms"]
+        )
+        np.testing.assert_allclose(e2e, expected.to_numpy(), rtol=1e-12)
+    # batching prefills amortises the weight read and the fixed overhead: never slower than
+    # B single prefills, much faster for short prompts
+    model, grid, _ = design.groups[0]
+    batched = cal.batch_prefill_ms(model, grid.assign(batch=64))
+    single = 64 * cal.batch_prefill_ms(model, grid.assign(batch=1))
+    assert np.all(batched <= single * (1 + 1e-9))
+    assert np.any(batched < 0.5 * single)
+
+
+def test_round_trip_recovers_known_constants(measurements, catalog):
+    base = cal.RECIPES["vllm"].base_profile()
+    truth = base.default.model_copy(
+        update={
+            "eta_mem": 0.72,
+            "eta_compute_decode": 0.45,
+            "eta_compute_prefill": 0.62,
+            "allreduce_latency_us": 22.0,
+            "step_overhead_ms": 1.8,
+            "prefill_overhead_ms": 4.0,
+        }
+    )
+    pred = cal.predict(measurements, catalog, base.model_copy(update={"default": truth}))
+    synthetic = measurements.copy()
+    for metric in cal.METRICS:
+        col = cal.MEASURED[metric]
+        synthetic[col] = np.nan
+        was = measurements.loc[pred.index, col].notna()
+        synthetic.loc[pred.index, col] = pred[cal.PREDICTED[metric]].where(was)
+    start = base.default.model_copy(
+        update={
+            "eta_mem": 0.6,
+            "eta_compute_decode": 0.6,
+            "eta_compute_prefill": 0.5,
+            "allreduce_latency_us": 40.0,
+            "step_overhead_ms": 0.5,
+            "prefill_overhead_ms": 8.0,
+        }
+    )
+    fitted, report = cal.fit_profile(
+        synthetic, catalog, base.model_copy(update={"default": start}), n_starts=1
+    )
+    assert report["default"]["not_identified"] == []
+    for name in cal.FIT_PARAMS:
+        assert getattr(fitted.default, name) == pytest.approx(getattr(truth, name), rel=0.05)
+    assert report["default"]["rms_log_after"] < 1e-3
+
+
+def test_unseen_constants_are_not_fitted(measurements, catalog):
+    """llama.cpp rows are batch 1 without TP: no information on alpha or decode compute."""
+    profile, report = cal.fit_profile(
+        measurements, catalog, cal.RECIPES["llamacpp"].base_profile(), "llamacpp", n_starts=1
+    )
+    assert set(report["default"]["not_identified"]) == {
+        "eta_compute_decode",
+        "allreduce_latency_us",
+    }
+    assert profile.default.allreduce_latency_us == cal.BASE_EFFICIENCY.allreduce_latency_us
+
+
+@pytest.mark.parametrize("engine_id", SHIPPED)
+def test_shipped_profiles_are_physical(catalog, engine_id):
+    profile = catalog.engine(engine_id)
+    assert "measured_public.csv" in profile.source
+    for eff in [profile.default, *profile.families.values()]:
+        assert 0.4 <= eff.eta_mem <= 1.0
+        assert 0.3 <= eff.eta_compute_decode <= 1.0
+        assert 0.3 <= eff.eta_compute_prefill <= 1.0
+        assert 1.0 <= eff.allreduce_latency_us <= 100.0
+        assert 0.0 <= eff.step_overhead_ms < 20.0
+        assert 0.0 <= eff.prefill_overhead_ms < 20.0
+
+
+def test_shipped_profiles_beat_the_pure_roofline(measurements, catalog):
+    used = cal.usable(measurements)
+    profiles = {"*": catalog.engine("vllm"), "trtllm": catalog.engine("trtllm"),
+                "llamacpp": catalog.engine("llamacpp")}  # fmt: skip
+    ours = cal.error_table(cal.predict(used, catalog, profiles))
+    ideal = cal.error_table(cal.predict(used, catalog, None, ideal=True))
+    ours_all = ours[ours["by"] == "all"].set_index("metric")
+    ideal_all = ideal[ideal["by"] == "all"].set_index("metric")
+    assert set(ours_all.index) == set(cal.METRICS)
+    for metric in cal.METRICS:
+        assert ours_all.loc[metric, "median_abs_pct"] < ideal_all.loc[metric, "median_abs_pct"]
+        assert ours_all.loc[metric, "median_abs_pct"] < 25.0
+        assert ideal_all.loc[metric, "median_optimism_pct"] > 0  # the roofline is optimistic
+    assert {"all", "gpu", "source"} == set(ours["by"])
+
+
+def test_write_profile_round_trips(tmp_path, catalog):
+    profile = catalog.engine("llamacpp")
+    path = cal.write_profile(profile, tmp_path / "llamacpp.yaml", "header line")
+    assert path.read_text(encoding="utf-8").startswith("# header line\n")
+    loaded = load_yaml_model(path, EngineProfile)
+    assert loaded.id == "llamacpp"
+    assert loaded.default.eta_mem == pytest.approx(profile.default.eta_mem, abs=1e-3)
+    assert set(loaded.families) == set(profile.families)
