@@ -491,30 +491,10 @@ _CORE_COLUMNS = ("tpot_step_ms", "prefill_ms", "max_batch", "fits", "bound", "pr
 
 
 def _evaluate_core(model: Model, grid: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Memory, decode step, prefill and serving rate of `evaluate`, without its queueing
-    (whose Erlang recursion costs one numpy step per sequence slot: slow at batch 5000).
-
-    Calls the stages of `planner.perf.evaluate` directly so the numbers are the model's own;
-    if those private stages change shape, falls back to the public `evaluate`. The tests
-    check both paths agree.
-    """
-    try:
-        out: dict[str, np.ndarray] = {}
-        ev._memory(model, grid, out)
-        ev._decode(model, grid, out)
-        ev._prefill(model, grid, out)
-        core = {k: np.asarray(out[k]) for k in _CORE_COLUMNS}
-    except (AttributeError, KeyError, TypeError):  # pragma: no cover - owner changed stages
-        full = ev.evaluate(model, grid)
-        core = {k: full[k].to_numpy() for k in _CORE_COLUMNS}
-    rate = rf.serving_rate(
-        _col(grid, "batch"),
-        _col(grid, "output_len"),
-        core["tpot_step_ms"] * 1e-3,
-        core["prefill_ms"] * 1e-3,
-    )
-    core["throughput_tok_s"] = rate * _col(grid, "output_len")
-    return core
+    """Memory, decode step, prefill and serving rate of `evaluate`, without queueing (whose
+    Erlang recursion costs one numpy step per sequence slot: slow at batch 5000)."""
+    full = ev.evaluate(model, grid, statistic="none")
+    return {k: full[k].to_numpy() for k in (*_CORE_COLUMNS, "throughput_tok_s")}
 
 
 EFF_FIELDS: tuple[str, ...] = tuple(Efficiency.model_fields)
@@ -1192,9 +1172,8 @@ class Recipe:
 _THROUGHPUT_NOTE = (
     "Max-throughput rows are predicted as B*O / (prefill of the B prompts in 8192-token "
     "chunks + (O-1) decode steps), which is what static-batch and offline benchmarks "
-    "measure; planner.perf.evaluate's serving rate charges every request a prefill pass of "
-    "its own (full weight read + prefill overhead) and under-predicts short-prompt max "
-    "throughput by 2-2.7x at 128 in / 128 out, so fitting against it would distort these constants."
+    "measure (planner.perf.evaluate's continuous-batching rate shares chunked prefill passes "
+    "the same way)."
 )
 
 RECIPES: dict[str, Recipe] = {
@@ -1209,9 +1188,8 @@ RECIPES: dict[str, Recipe] = {
             "vLLM's own rows are 8 small-batch end-to-end latencies (MI300X TP8 FP8, H200 "
             "bf16), which pin eta_mem, the all-reduce latency and the step overhead. "
             "eta_mem and step_overhead_ms trade off (few small-batch rows): the overhead is "
-            "known to +/- 0.6 ms only. eta_compute_decode is low partly because the decode "
-            "step takes max(memory, compute) over the whole step while GEMMs and attention "
-            "run as separate kernels. eta_kv fitted freely gives 0.67-0.70 +/- 0.10 with "
+            "known to +/- 0.6 ms only. The decode step is max(weights, GEMMs) + max(KV, "
+            "attention), attention at the 16-bit peak. eta_kv fitted freely gives 0.67-0.70 +/- 0.10 with "
             "no better fit (weighted rms 0.1735 vs 0.1749), so the 0.8 is kept. Starts "
             "matter a little: the log-error surface has shallow minima along eta_mem vs "
             "step overhead (1 start: eta_mem 0.63, overhead 0.0 ms, rms 0.184). GPU-family "

@@ -83,6 +83,7 @@ import re
 import tempfile
 import zipfile
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -102,14 +103,20 @@ from planner.errors import InputError
 from planner.schema.plan import Deployment, FleetSummary, Plan
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 
-SUMMARY, FLEET, CANDIDATES, BUILD_VS_API, ASSUMPTIONS = (
+SUMMARY, FLEET, MONTHLY, PERIODS, CANDIDATES, BUILD_VS_API, CHARTS, ASSUMPTIONS = (
     "Summary",
     "Fleet",
+    "Monthly",
+    "Periods",
     "Candidates",
     "Build vs API",
+    "Charts",
     "Assumptions",
 )
-SHEETS = (SUMMARY, FLEET, CANDIDATES, BUILD_VS_API, ASSUMPTIONS)
+# every sheet a workbook may hold, in workbook order; BASE_SHEETS are always there, Monthly
+# and Periods only for a plan over time, Charts when there is something to chart
+SHEETS = (SUMMARY, FLEET, MONTHLY, PERIODS, CANDIDATES, BUILD_VS_API, CHARTS, ASSUMPTIONS)
+BASE_SHEETS = (SUMMARY, FLEET, CANDIDATES, BUILD_VS_API, ASSUMPTIONS)
 
 MONEY = '"$"#,##0.00'
 MONEY_FINE = '"$"#,##0.0000'  # per-1K/1M-token costs
@@ -126,6 +133,8 @@ BOLD = Font(bold=True)
 
 HOURS_NAME = "hours_per_month"
 UTILISATION_NAME = "utilisation"
+GROWTH_NAME = "growth"
+FACTOR_NAME = "average_demand_factor"
 
 SUMMARY_ROWS: dict[str, int] = {
     "scenario": 2,
@@ -216,6 +225,8 @@ API_COLUMNS: tuple[tuple[str, str | None], ...] = (
     ("self-host saving $/month", MONEY),
     ("source", None),
     ("as of", None),
+    ("break-even peak req/s", RATE),
+    ("break-even tokens/month (in + out)", COUNT),
 )
 
 ASSUMPTION_COLUMNS = (
@@ -445,8 +456,54 @@ def _fleet_prices(plan: Plan) -> dict[str, tuple[float, str]]:
     return out
 
 
-def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], dict[str, str]]:
-    """Rows for the Assumptions table, the defined name -> table index, and gpu -> name."""
+@dataclass
+class _Names:
+    """The workbook's defined names for prices and plan-over-time assumptions."""
+
+    gpu: dict[str, str] = field(default_factory=dict)  # fleet GPU -> its price name
+    tier: dict[tuple[str, str], str] = field(default_factory=dict)  # (tier, gpu) -> name
+    growth: str | None = None
+    factor: str | None = None
+    owned: bool = False  # an owned-GPU hourly cost is among the prices
+
+
+def _price_row(rows: list[list[Any]], gpu: str, price: float) -> int | None:
+    """The index of an existing price row of `gpu` at exactly `price`, if any."""
+    return next(
+        (
+            i
+            for i, r in enumerate(rows)
+            if r[0] == "price"
+            and r[1] == gpu
+            and _finite(r[3]) is not None
+            and math.isclose(float(r[3]), price, rel_tol=1e-12, abs_tol=0.0)
+        ),
+        None,
+    )
+
+
+def _utilisation_row(rows: list[list[Any]], plan: Plan) -> int:
+    util = next(
+        (
+            i
+            for i, r in enumerate(rows)
+            if r[0] == "scenario"
+            and r[2] == "target utilisation"
+            and _finite(r[3]) is not None
+            and abs(float(r[3]) - plan.utilisation) <= 1e-12
+        ),
+        None,
+    )
+    if util is not None:
+        return util
+    rows.append(
+        ["scenario", "search", "target utilisation", plan.utilisation, "fraction", "plan", "", True]
+    )
+    return len(rows) - 1
+
+
+def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], _Names]:
+    """Rows for the Assumptions table, the defined name -> table index, and the names."""
     rows: list[list[Any]] = [
         [
             "planner",
@@ -464,47 +521,11 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], dict[
         cols = ["category", "item", "field", "value", "unit", "source", "as_of", "assumption"]
         table = table.reindex(columns=cols)
         rows += [list(r) for r in table.itertuples(index=False, name=None)]
-    named = {HOURS_NAME: 0}
-    util = next(
-        (
-            i
-            for i, r in enumerate(rows)
-            if r[0] == "scenario"
-            and r[2] == "target utilisation"
-            and _finite(r[3]) is not None
-            and abs(float(r[3]) - plan.utilisation) <= 1e-12
-        ),
-        None,
-    )
-    if util is None:
-        rows.append(
-            [
-                "scenario",
-                "search",
-                "target utilisation",
-                plan.utilisation,
-                "fraction",
-                "plan",
-                "",
-                True,
-            ]
-        )
-        util = len(rows) - 1
-    named[UTILISATION_NAME] = util
-    taken = {HOURS_NAME, UTILISATION_NAME}
-    gpu_names: dict[str, str] = {}
+    named = {HOURS_NAME: 0, UTILISATION_NAME: _utilisation_row(rows, plan)}
+    taken = {HOURS_NAME, UTILISATION_NAME, GROWTH_NAME, FACTOR_NAME}
+    names = _Names()
     for gpu, (price, provider) in _fleet_prices(plan).items():
-        idx = next(
-            (
-                i
-                for i, r in enumerate(rows)
-                if r[0] == "price"
-                and r[1] == gpu
-                and _finite(r[3]) is not None
-                and math.isclose(float(r[3]), price, rel_tol=1e-12, abs_tol=0.0)
-            ),
-            None,
-        )
+        idx = _price_row(rows, gpu, price)
         if idx is None:
             rows.append(
                 [
@@ -521,12 +542,106 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], dict[
             idx = len(rows) - 1
         name = _defined_name("price", gpu, taken)
         named[name] = idx
-        gpu_names[gpu] = name
-    return rows, named, gpu_names
+        names.gpu[gpu] = name
+    if plan.over_time is not None:
+        _time_price_rows(plan.over_time, rows, named, names, taken)
+        _time_rows(plan, rows, named, names)
+    return rows, named, names
 
 
-def _write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> dict[str, str]:
-    rows, named, gpu_names = _assumption_rows(plan)
+def _tier(tier: str) -> str:
+    """A PriceFact tier as the workbook names it: reserved_1y/reserved_3y -> reserved."""
+    return "reserved" if tier.startswith("reserved") else tier
+
+
+def _time_price_rows(
+    ot: Any, rows: list[list[Any]], named: dict[str, int], names: _Names, taken: set[str]
+) -> None:
+    """One named row per tier price of the plan over time (`TimePlan.prices`)."""
+    for fact in ot.prices:
+        tier, gpu, price = _tier(fact.tier), fact.gpu, float(fact.usd_per_gpu_hour)
+        idx, prefix = None, f"price_{tier}"
+        if tier == "on_demand":
+            own = names.gpu.get(gpu)
+            if own is not None and math.isclose(
+                float(rows[named[own]][3]), price, rel_tol=1e-12, abs_tol=0.0
+            ):
+                names.tier[tier, gpu] = own  # the very cell the Fleet sheet prices from
+                continue
+            idx = _price_row(rows, gpu, price)
+            prefix = "price_on_demand" if own is not None else "price"
+        names.owned |= tier == "owned"
+        if idx is None:
+            label = fact.tier.replace("_", " ")
+            if tier == "owned":
+                label += " (purchase, amortisation, power and hosting, per hour)"
+            rows.append(
+                [
+                    "price",
+                    gpu,
+                    f"{label} $/GPU-hour",
+                    price,
+                    "$/GPU-h",
+                    fact.source,
+                    "",
+                    bool(fact.assumption),
+                ]
+            )
+            idx = len(rows) - 1
+        name = _defined_name(prefix, gpu, taken)
+        named[name] = idx
+        names.tier[tier, gpu] = name
+
+
+def _growth(monthly: pd.DataFrame) -> float | None:
+    """Growth per month as the monthly demand implies it (the Plan carries no scenario)."""
+    avg = monthly["avg_requests_per_s"].to_numpy(float)
+    if len(avg) < 2 or not avg[0] > 0:
+        return None
+    raw = avg[1] / avg[0] - 1.0
+    months = np.arange(len(avg))
+    for growth in (round(raw, 10), raw):  # 0.05, not 0.050000000000000044, when it fits
+        if np.allclose(avg[0] * (1.0 + growth) ** months, avg, rtol=1e-9, atol=0.0):
+            return float(growth)
+    return None
+
+
+def _time_rows(plan: Plan, rows: list[list[Any]], named: dict[str, int], names: _Names) -> None:
+    growth = _growth(plan.over_time.monthly)
+    if growth is not None:
+        rows.append(
+            [
+                "scenario",
+                "finance",
+                "growth per month",
+                growth,
+                "fraction",
+                "scenario finance.growth_per_month (as the plan's monthly demand implies)",
+                "scenario",
+                True,
+            ]
+        )
+        named[GROWTH_NAME] = len(rows) - 1
+        names.growth = GROWTH_NAME
+    rows.append(
+        [
+            "scenario",
+            "finance.profile",
+            "average demand / peak",
+            plan.average_demand_factor,
+            "fraction",
+            "mean of the hourly demand profile: an API bills the tokens served (the "
+            "average), the fleet is sized for the peak",
+            "scenario",
+            True,
+        ]
+    )
+    named[FACTOR_NAME] = len(rows) - 1
+    names.factor = FACTOR_NAME
+
+
+def _write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> _Names:
+    rows, named, names = _assumption_rows(plan)
     ws["A1"] = "assumption"
     ws["A1"].fill = ASSUMPTION_FILL
     ws["B1"] = (
@@ -534,11 +649,26 @@ def _write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> dict[str, str
         "not sourced catalog facts."
     )
     ws["A2"] = "how to edit"
-    ws["B2"] = (
+    how = (
         "Change a named cell (hours_per_month, price_<gpu>) and the Fleet, Summary and "
         "Build vs API costs recompute; utilisation and demand do not re-plan: rerun "
         "planner for new replica counts or latencies."
     )
+    if plan.over_time is not None:
+        how += (
+            " Plan over time: price_reserved_<gpu>, price_spot_<gpu>, price_owned_<gpu>, "
+            "price_<gpu> (on demand), growth and average_demand_factor drive the Monthly, "
+            "Periods and Build vs API sheets; each tier price is its own input (a reserved "
+            "price derived from a discount does not follow an edited on-demand price), and "
+            "the GPU counts stay as planned."
+        )
+    if names.owned:
+        how += (
+            " An owned GPU's $/GPU-hour is one figure combining purchase price, "
+            "amortisation, power (TDP x utilisation x PUE x electricity) and hosting from "
+            "the scenario's finance.owned; those inputs are summarised, not listed here."
+        )
+    ws["B2"] = how
     _header(ws, ASSUMPTION_COLUMNS, row=ASSUMPTIONS_HEADER_ROW)
     name_of = {idx: name for name, idx in named.items()}
     first = ASSUMPTIONS_HEADER_ROW + 1
@@ -558,7 +688,7 @@ def _write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> dict[str, str
     ws.freeze_panes = f"A{first}"
     _fit_widths(ws, {2: 14})
     ws.column_dimensions["B"].width = min(ws.column_dimensions["B"].width, 30)
-    return gpu_names
+    return names
 
 
 # ---------------------------------------------------------------- Fleet
@@ -667,7 +797,7 @@ def _write_summary(
     single_h = single.total_cost_per_hour_usd if single else None
     single_m = single_h * HOURS_PER_MONTH if single_h is not None else None
     mix_saving = single_m - fleet.monthly_cost_usd if single_m is not None else None
-    api_m = api.monthly_cost_usd if api else None
+    api_m = api.monthly_cost_usd * plan.average_demand_factor if api else None
     f_ref = {k: _ref(FLEET, v) for k, v in totals.items()}
     api_range = f"{_ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}"
     rows: dict[str, tuple[str, Any, Any, str | None, str]] = {
@@ -794,7 +924,8 @@ def _write_summary(
             f"=MIN({api_range})" if api else None,
             api_m,
             MONEY,
-            "lowest $/month on the Build vs API sheet",
+            "lowest $/month on the Build vs API sheet"
+            + (" (API at average demand)" if plan.over_time is not None else ""),
         ),
         "api_saving_monthly_usd": (
             "self-host saving vs cheapest API",
@@ -852,10 +983,21 @@ def _write_summary(
 # ---------------------------------------------------------------- Build vs API
 
 
-def _write_build_vs_api(ws: Worksheet, plan: Plan, totals: dict[str, str]) -> tuple[int, int]:
+def _api_columns(plan: Plan) -> list[tuple[str, str | None]]:
+    cols = list(API_COLUMNS)
+    if plan.over_time is not None:
+        cols[5] = ("$/month at average demand", MONEY)
+        cols[7] = ("planner $/month at average demand", MONEY)
+    return cols
+
+
+def _write_build_vs_api(
+    ws: Worksheet, plan: Plan, totals: dict[str, str], names: _Names, analysis: _Analysis
+) -> tuple[int, int]:
     """The self-hosted row and one row per API quote; returns the API rows (first, last)."""
-    _header(ws, [label for label, _ in API_COLUMNS])
-    fmts = [fmt for _, fmt in API_COLUMNS]
+    columns = _api_columns(plan)
+    _header(ws, [label for label, _ in columns])
+    fmts = [fmt for _, fmt in columns]
     fleet = plan.fleet
     mix = " + ".join(f"{d.replicas}x {d.gpu} TP{d.tp}" for d in fleet.deployments)
     summary = quote_sheetname(SUMMARY)
@@ -875,28 +1017,47 @@ def _write_build_vs_api(ws: Worksheet, plan: Plan, totals: dict[str, str]) -> tu
     ]
     for j, v in enumerate(self_row):
         _put(ws, 2, j + 1, v, fmts[j]).font = BOLD
+    factor = f"*{names.factor}" if names.factor else ""
     for i, q in enumerate(plan.api_quotes):
         r = 3 + i
+        found = analysis.comparisons.get(q)
         values = [
             q.provider,
             q.provider_model_id,
             q.input_usd_per_1m,
             q.output_usd_per_1m,
             f"=({summary}!$B$9*C{r}+{summary}!$B$10*D{r})*{SECONDS_PER_HOUR:.0f}/{TOKENS_PER_1M:.0f}",
-            f"=E{r}*{HOURS_NAME}",
+            f"=E{r}*{HOURS_NAME}{factor}",
             f"=E{r}/({SECONDS_PER_HOUR:.0f}*{summary}!$B$10)*{TOKENS_PER_1K:.0f}"
             if tok_out > 0
             else None,
-            q.monthly_cost_usd,
+            found.api_monthly_usd if found else q.monthly_cost_usd * plan.average_demand_factor,
             f"=F{r}-$F$2",
             q.source,
             q.as_of,
+            found.break_even_peak_requests_per_s if found else None,
+            found.break_even_tokens_per_month if found else None,
         ]
         for j, v in enumerate(values):
             _put(ws, r, j + 1, v, fmts[j])
+    last = 2 + len(plan.api_quotes)
+    notes = [
+        "break-even: the peak demand (and the tokens per month it brings) from which a "
+        "self-hosted fleet, re-solved at that volume, costs no more than this API; empty "
+        "where self-hosting does not win up to 1000x the scenario's demand"
+    ]
+    if plan.over_time is not None:
+        notes.append(
+            "the API bill follows the average demand (average_demand_factor x the peak); "
+            "the self-hosted fleet is sized for the peak and paid around the clock"
+        )
+    notes += analysis.notes
     ws.freeze_panes = "A2"
     _fit_widths(ws)
-    return 3, 2 + len(plan.api_quotes)
+    for i, note in enumerate(notes):  # after the widths: notes run on over empty cells
+        ws.cell(row=last + 2 + i, column=1, value="note")
+        _put(ws, last + 2 + i, 2, note)
+    return 3, last
 
 
 # ---------------------------------------------------------------- Candidates

@@ -240,7 +240,7 @@ def render_estimate(row: pd.Series) -> str:
         ("all-reduce", row["t_comm_ms"], f"tp {row['tp']}"),
         ("fixed overhead", row["t_overhead_ms"], "launch, scheduling, sampling"),
         ("decode step", row["tpot_step_ms"], "max(memory, compute) + comm + overhead"),
-        ("prefill interference", row["tpot_ms"] - row["tpot_step_ms"], "B x prefill / O"),
+        ("prefill interference", row["tpot_ms"] - row["tpot_step_ms"], "B x prefill share / O"),
         ("TPOT", row["tpot_ms"], "what a user sees"),
     ]
     bound = (

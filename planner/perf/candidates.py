@@ -129,6 +129,15 @@ def deployment_rows(
     return ok, rejected
 
 
+def _attention_peak(gpu: Gpu, dtype: str) -> float:
+    """Attention (scores and values against the KV cache) runs in 16-bit whatever the weight
+    format: the GPU's bf16 or fp16 peak, else the GEMM dtype's."""
+    for attn in ("bf16", "fp16"):
+        if attn in gpu.dense_tflops:
+            return gpu.dense_tflops[attn]  # type: ignore[index]
+    return gpu.dense_tflops[dtype]  # type: ignore[index]
+
+
 def _resolved_row(
     key: dict, gpu: Gpu, quant: Quant, dtype: str, eff: Efficiency, price: Price | None
 ) -> dict:
@@ -138,6 +147,7 @@ def _resolved_row(
         "bandwidth_bytes_per_s": gpu.hbm_bandwidth_gb_per_s * 1e9,
         "memory_bytes": gpu.memory_gb * 1e9,
         "peak_flops": gpu.dense_tflops[dtype] * 1e12,  # type: ignore[index]
+        "peak_flops_attention": _attention_peak(gpu, dtype) * 1e12,
         "link_bytes_per_s": gpu.scaleup_link_gb_per_s * 1e9,
         "weight_bytes_per_param": quant.weight_bytes_per_param,
         "embedding_bytes_per_param": quant.embedding_bytes_per_param,

@@ -92,19 +92,21 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
 
 
 def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
+    """One decode step. GEMMs (weights) and attention (KV cache) are separate kernels, each
+    bound by its own roofline: max(t_weights, t_gemm) + max(t_kv, t_attention)."""
     tp, batch = _col(df, "tp"), _col(df, "batch")
     context = _col(df, "input_len") + _col(df, "output_len") / 2.0
     bw, peak = _col(df, "bandwidth_bytes_per_s"), _col(df, "peak_flops")
     w_bytes = bytes_weights_per_step(model, df, batch) / tp
     kv_bytes = batch * mem.bytes_kv_cache_per_sequence(model, context, out["_kv_bytes"])
     kv_bytes = kv_bytes / out["_split"]
-    flops = (
-        2.0 * model.params_active_matmul * batch + attention_flops_decode(model, batch, context)
-    ) / tp
-    eta_mem = _col(df, "eff_eta_mem")
+    gemm_flops = 2.0 * model.params_active_matmul * batch / tp
+    attn_flops = attention_flops_decode(model, batch, context) / tp
+    eta_mem, eta_c = _col(df, "eff_eta_mem"), _col(df, "eff_eta_compute_decode")
     t_w = rf.latency_memory(w_bytes, bw, eta_mem)
     t_kv = rf.latency_memory(kv_bytes, bw, eta_mem * _col(df, "eff_eta_kv"))
-    t_c = rf.latency_compute(flops, peak, _col(df, "eff_eta_compute_decode"))
+    t_gemm = rf.latency_compute(gemm_flops, peak, eta_c)
+    t_attn = rf.latency_compute(attn_flops, _col(df, "peak_flops_attention"), eta_c)
     t_comm = rf.latency_allreduce(
         tp,
         model.num_hidden_layers,
@@ -114,7 +116,8 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
         _col(df, "eff_allreduce_latency_us") * 1e-6,
     )
     t_oh = _col(df, "eff_step_overhead_ms") * 1e-3
-    step = np.maximum(t_w + t_kv, t_c) + t_comm + t_oh
+    step = np.maximum(t_w, t_gemm) + np.maximum(t_kv, t_attn) + t_comm + t_oh
+    flops = gemm_flops + attn_flops
     out.update(
         bytes_weights_per_step_gb=w_bytes / GB,
         bytes_kv_per_step_gb=kv_bytes / GB,
@@ -122,11 +125,11 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
         t_weights_ms=t_w * 1e3,
         t_kv_ms=t_kv * 1e3,
         t_memory_ms=(t_w + t_kv) * 1e3,
-        t_compute_ms=t_c * 1e3,
+        t_compute_ms=(t_gemm + t_attn) * 1e3,
         t_comm_ms=t_comm * 1e3,
         t_overhead_ms=t_oh * 1e3,
         tpot_step_ms=step * 1e3,
-        bound=rf.roofline_bound(t_w + t_kv, t_c),
+        bound=rf.roofline_bound(t_w + t_kv, t_gemm + t_attn),
         intensity_flop_per_byte=rf.arithmetic_intensity(flops, w_bytes + kv_bytes),
         ridge_flop_per_byte=peak / bw,
     )
@@ -134,34 +137,50 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
 
 
 def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
-    tp, i_len = _col(df, "tp"), _col(df, "input_len")
+    """Prefill of one request, alone (its TTFT on an idle replica) and as its share of the
+    chunked prefill passes of a busy replica (what it costs the decode loop).
+
+    Alone: max(FLOPs / (F eta_pf), W / (BW eta_mem)) + all-reduces + overhead.
+    Shared: the prompt rides in passes of C = min(8192, B I) tokens, so the weight read,
+    collective latencies and fixed overhead of a pass are split over C tokens:
+    max(FLOPs / (F eta_pf), W / (BW eta_mem) * I / C) + payload + (alpha + overhead) * I / C.
+    """
+    tp, i_len, batch = _col(df, "tp"), _col(df, "input_len"), _col(df, "batch")
     flops = flops_prefill_per_request(model, i_len) / tp
-    w_bytes = bytes_weights_per_step(model, df, i_len) / tp
+    chunk = np.minimum(float(mem.PREFILL_CHUNK_TOKENS), batch * i_len)
+    share = i_len / chunk  # passes this prompt accounts for: 1/B when B prompts share one
     t_c = rf.latency_compute(flops, _col(df, "peak_flops"), _col(df, "eff_eta_compute_prefill"))
-    t_m = rf.latency_memory(w_bytes, _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem"))
-    t_comm = rf.latency_allreduce(
-        tp,
-        model.num_hidden_layers,
-        i_len,
-        model.hidden_size,
-        _col(df, "link_bytes_per_s"),
-        _col(df, "eff_allreduce_latency_us") * 1e-6,
-    )
-    t_pf = np.maximum(t_c, t_m) + t_comm + _col(df, "eff_prefill_overhead_ms") * 1e-3
+    bw, eta_mem = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")
+    t_m = rf.latency_memory(bytes_weights_per_step(model, df, i_len) / tp, bw, eta_mem)
+    t_m_pass = rf.latency_memory(bytes_weights_per_step(model, df, chunk) / tp, bw, eta_mem)
+    link, alpha = _col(df, "link_bytes_per_s"), _col(df, "eff_allreduce_latency_us") * 1e-6
+    layers, d = model.num_hidden_layers, model.hidden_size
+    t_comm = rf.latency_allreduce(tp, layers, i_len, d, link, alpha)
+    payload = rf.latency_allreduce(tp, layers, i_len, d, link, 0.0 * alpha)
+    overhead = _col(df, "eff_prefill_overhead_ms") * 1e-3
+    t_pf = np.maximum(t_c, t_m) + t_comm + overhead
+    fixed = (t_comm - payload) + overhead
+    t_share = np.maximum(t_c, t_m_pass * share) + payload + fixed * share
     out["prefill_ms"] = t_pf * 1e3
+    out["prefill_share_ms"] = t_share * 1e3
     out["prefill_bound"] = rf.roofline_bound(t_m, t_c)
     out["_prefill_s"] = t_pf
+    out["_prefill_share_s"] = t_share
 
 
 def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) -> None:
+    """Continuous batching: rate, TPOT with prefill interference, TTFT with queueing, cost."""
     batch, o_len = _col(df, "batch"), _col(df, "output_len")
-    step, t_pf = out["_step_s"], out["_prefill_s"]
-    rate = rf.serving_rate(batch, o_len, step, t_pf)
-    tpot = rf.tpot_with_prefill(step, batch, o_len, t_pf)
+    step, t_pf, t_share = out["_step_s"], out["_prefill_s"], out["_prefill_share_s"]
+    rate = rf.serving_rate(batch, o_len, step, t_share)
+    tpot = rf.tpot_with_prefill(step, batch, o_len, t_share)
     load = utilisation * rate
-    wait = q.wait_for_slot(batch, utilisation, o_len * tpot, statistic)
-    wait = wait + q.wait_for_prefill(load, t_pf, statistic)
     ttft_idle = t_pf + step / 2.0  # an idle replica starts the prefill at the next step
+    if statistic == "none":
+        wait = np.zeros_like(rate)
+    else:
+        wait = q.wait_for_slot(batch, utilisation, o_len * tpot, statistic)
+        wait = wait + q.wait_for_prefill(load, t_share, statistic)
     price = _col(df, "price_usd_per_gpu_hour")
     cost_h = price * _col(df, "tp")
     out.update(
@@ -179,9 +198,10 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
 
 
 def evaluate(
-    model: Model, grid: pd.DataFrame, utilisation: float = 1.0, statistic: str = "mean"
+    model: Model, grid: pd.DataFrame, utilisation: float = 0.8, statistic: str = "mean"
 ) -> pd.DataFrame:
-    """Add every output column to the grid; rows keep their order."""
+    """Add every output column to the grid; rows keep their order. `statistic` is the TTFT
+    statistic (mean, p50, p90, p95, p99), or "none" to leave queueing out (calibration)."""
     if grid.empty:
         return grid.copy()
     out: dict[str, np.ndarray] = {}
