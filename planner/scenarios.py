@@ -59,7 +59,7 @@ def read_demand_csv(path: Path, source: Path) -> list[float]:
             f"{source}: finance.profile.csv: {path} line {row}: expected an ISO "
             "timestamp and a non-negative requests_per_second"
         )
-    hour = stamps.dt.dayofweek * 24 + stamps.dt.hour
+    hour = stamps.dt.day_of_week * 24 + stamps.dt.hour
     by_hour = rate.groupby(hour).mean().reindex(range(168))
     if by_hour.isna().any():
         by_hour = by_hour.fillna(

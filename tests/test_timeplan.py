@@ -1,0 +1,161 @@
+"""The plan over time and build vs buy: hand-computed prices, slots and break-even, and the
+mixed reserved + on-demand plan beating both pure strategies on a diurnal scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from planner.buildvsbuy import SelfCost, api_cost_per_request, break_even_scale
+from planner.optimize import FleetProblem, TierPrices, TimeProblem, solve_time
+from planner.pipeline import plan
+from planner.scenarios import load_scenario, read_demand_csv
+from planner.schema.finance import Owned
+from planner.schema.plan import ApiQuote
+from planner.timeplan import group_slots, month_blocks, owned_hourly_cost
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def diurnal(catalog):
+    scenario, cat = load_scenario(ROOT / "scenarios" / "diurnal-chatbot.yaml", catalog)
+    return plan(scenario, cat)
+
+
+def test_mixed_plan_beats_all_on_demand_and_all_reserved(diurnal):
+    tp = diurnal.over_time
+    mixed = tp.solution.total_cost
+    on_demand = tp.all_on_demand.total_cost
+    reserved = tp.all_reserved_cost
+    assert tp.solution.status == "optimal"
+    assert mixed < on_demand and mixed < reserved
+    # the numbers behind it, for the record: reserved GPUs cover the night, rentals the day
+    assert sum(tp.solution.reserved.values()) > 0
+    assert tp.solution.cost_by_tier["on_demand"] > 0
+    assert tp.monthly["total_usd"].sum() == pytest.approx(mixed, rel=1e-9)
+
+
+def test_every_period_serves_its_demand(diurnal):
+    tp = diurnal.over_time
+    prob, sol = tp.problem, tp.solution
+    keep = 1 - prob.preemption_overhead
+    for p in range(len(prob.hours)):
+        stable = sol.replicas[:, p] @ prob.capacity[:, 0]
+        spot = keep * sol.spot_replicas[:, p] @ prob.capacity[:, 0]
+        assert stable + spot >= prob.demand[0, p] - 1e-6
+        # spot may carry at most its share: the rest must fit on stable capacity
+        assert stable >= (1 - prob.spot_max_share) * prob.demand[0, p] - 1e-6
+        assert sol.replicas[:, p].sum() >= 2  # min_replicas of the scenario
+        in_use = sol.on_demand[:, p] + np.array([sol.reserved.get(g, 0) for g in sol.gpu_types])
+        used = [
+            sum(prob.tp[c] * sol.replicas[c, p] for c in range(len(prob.gpu)) if prob.gpu[c] == g)
+            for g in sol.gpu_types
+        ]
+        assert (np.array(used) <= in_use + 1e-6).all()
+
+
+def test_slots_cover_every_hour_with_the_peak_of_their_group():
+    profile = np.array([[0.2, 1.0, 0.5, 0.9]])
+    slots = group_slots(profile, np.array([10.0]), 2)
+    assert slots.level.tolist() == [[1.0, 0.5]]
+    assert slots.share.tolist() == [0.5, 0.5]
+    assert slots.hour_slot.tolist() == [1, 0, 1, 0]
+
+
+def test_month_blocks_quarterly():
+    assert month_blocks(12, 3) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
+    assert month_blocks(5, 3) == [[0, 1, 2], [3, 4]]
+
+
+def test_owned_hourly_cost_hand_computed(catalog):
+    """H100 SXM bought at $30,000 over 36 months: 30000 / (36 * 730) = $1.1416/h; power
+    700 W x 0.8 x PUE 1.3 x $0.10/kWh = $0.0728/h; hosting $146/month = $0.20/h."""
+    owned = Owned(
+        purchase_usd_per_gpu=30000,
+        amortisation_months=36,
+        pue=1.3,
+        electricity_usd_per_kwh=0.10,
+        hosting_usd_per_gpu_month=146,
+        utilisation_of_tdp=0.8,
+    )
+    expected = 30000 / (36 * 730) + 0.7 * 0.8 * 1.3 * 0.10 + 146 / 730
+    assert owned_hourly_cost(catalog.gpu("h100-sxm"), owned) == pytest.approx(expected)
+
+
+def test_time_mip_hand_example():
+    """One GPU type, one candidate of 1 GPU carrying 1 req/s. Two periods of 100 h each with
+    demand 3 and 1. On-demand $2/h, reserved $1.5/h for all 200 h. Best: reserve 1 (= $300),
+    rent 2 in the busy period ($400): $700. All on-demand: (3 + 1) x 100 x 2 = $800; all
+    reserved for the peak: 3 x 200 x 1.5 = $900."""
+    problem = TimeProblem(
+        gpu=("g",),
+        tp=(1,),
+        capacity=np.array([[1.0]]),
+        demand=np.array([[3.0, 1.0]]),
+        hours=np.array([100.0, 100.0]),
+        prices=TierPrices(on_demand={"g": 2.0}, reserved={"g": 1.5}),
+    )
+    sol = solve_time(problem)
+    assert sol.total_cost == pytest.approx(700.0)
+    assert sol.reserved == {"g": 1}
+    assert solve_time(problem.without("reserved")).total_cost == pytest.approx(800.0)
+
+
+def test_spot_share_is_capped():
+    """Spot at $0.5 may serve 30% of requests and loses 10% of capacity to pre-emption."""
+    problem = TimeProblem(
+        gpu=("g",),
+        tp=(1,),
+        capacity=np.array([[1.0]]),
+        demand=np.array([[10.0]]),
+        hours=np.array([1.0]),
+        prices=TierPrices(on_demand={"g": 2.0}, spot={"g": 0.5}),
+        spot_max_share=0.3,
+        preemption_overhead=0.1,
+    )
+    sol = solve_time(problem)
+    # 3 req/s on spot need ceil(3 / 0.9) = 4 spot GPUs; 7 on demand: 4 x 0.5 + 7 x 2 = 16
+    assert sol.total_cost == pytest.approx(16.0)
+    assert int(sol.spot_gpus.sum()) == 4
+
+
+def test_break_even_hand_computed():
+    """Fleet: one candidate at $10/h carrying 2 req/s, at least 1 replica. API: 1000 input
+    tokens at $1/M and 100 output at $10/M = $0.002 a request = $7.2/h per req/s.
+    Self-hosting costs 10 ceil(r/2); it first costs no more than 7.2 r at r = 10/7.2 = 1.389."""
+    problem = FleetProblem(
+        gpu=("g",),
+        tp=(1,),
+        cost_per_hour=np.array([10.0]),
+        capacity=np.array([[2.0]]),
+        demand=np.array([1.0]),
+        min_replicas=1,
+    )
+    quote = ApiQuote("p", "m", 1.0, 10.0, 0, 0, 0, "test", "2026")
+    per_request = api_cost_per_request(quote, 1000, 100)
+    assert per_request == pytest.approx(0.002)
+    scale = break_even_scale(SelfCost(problem), per_request * 3600, 1.0, rel_tol=1e-7)
+    assert scale == pytest.approx(10 / 7.2, rel=1e-5)
+    # with a profile averaging 80% of the peak the API bill is 5.76 $/h per peak req/s: the
+    # one-replica fleet breaks even at 10 / 5.76 = 1.736 req/s
+    scale = break_even_scale(SelfCost(problem), per_request * 3600, 0.8, rel_tol=1e-7)
+    assert scale == pytest.approx(10 / 5.76, rel=1e-5)
+    # averaging half the peak, the API (3.6 $/h per req/s) always beats $5 per req/s of fleet
+    assert break_even_scale(SelfCost(problem), per_request * 3600, 0.5) is None
+
+
+def test_demand_csv_becomes_hour_of_week_fractions(tmp_path):
+    hours = np.arange(24 * 14)
+    stamps = np.datetime64("2026-11-02T00:00") + hours.astype("timedelta64[h]")
+    rate = 5 + 5 * ((hours % 24) >= 9) * ((hours % 24) < 18)
+    path = tmp_path / "demand.csv"
+    path.write_text(
+        "timestamp,requests_per_second\n"
+        + "\n".join(f"{s},{r}" for s, r in zip(stamps, rate, strict=True))
+    )
+    values = read_demand_csv(path, tmp_path / "s.yaml")
+    assert len(values) == 168 and max(values) == 1.0 and min(values) == 0.5
+    assert values[10] == 1.0 and values[3] == 0.5
