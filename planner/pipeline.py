@@ -290,6 +290,9 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         timings_s=timings,
         problem=problem,
     )
+    premium = percentile_premium(scenario, catalog, result)
+    if premium:
+        result = replace(result, notes=(*result.notes, premium))
     if scenario.finance is not None:
         from planner.timeplan import plan_over_time
 
@@ -300,14 +303,43 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     return result
 
 
+def _as_mean_sla(scenario: Scenario) -> Scenario:
+    """The same scenario with every TTFT bound on the mean instead of a percentile."""
+    sla = scenario.sla.model_copy(update={"statistic": "mean"})
+    workload = scenario.workload
+    if workload.classes:
+        classes = [
+            c.model_copy(update={"sla": c.sla.model_copy(update={"statistic": "mean"})})
+            if c.sla
+            else c
+            for c in workload.classes
+        ]
+        workload = workload.model_copy(update={"classes": classes})
+    return scenario.model_copy(update={"sla": sla, "workload": workload, "finance": None})
+
+
+def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | None:
+    """What bounding a TTFT percentile costs: the plan re-solved with mean TTFT bounds."""
+    if all(c.statistic == "mean" or c.ttft_ms is None for c in result.classes):
+        return None
+    stats = sorted({c.statistic for c in result.classes if c.statistic != "mean"})
+    relaxed = plan(_as_mean_sla(scenario), catalog)
+    extra = result.fleet.total_cost_per_hour_usd - relaxed.fleet.total_cost_per_hour_usd
+    return (
+        f"bounding the {'/'.join(stats)} TTFT instead of the mean costs "
+        f"${extra * HOURS_PER_MONTH:,.0f} a month (mean-TTFT plan: "
+        f"${relaxed.fleet.total_cost_per_hour_usd * HOURS_PER_MONTH:,.0f} a month)"
+    )
+
+
 def _price_notes(gpus: list[Gpu], prices: dict[str, Price], scenario: Scenario) -> list[str]:
     tier = scenario.hardware.pricing.tier
     missing = [g.id for g in gpus if g.id not in prices]
     notes = []
     if missing:
         notes.append(
-            f"left out for want of a {tier} price in the catalog: {', '.join(missing)} "
-            "(set hardware.pricing.usd_per_gpu_hour to include them)"
+            f"no {tier.replace('_', '-')} price in the catalog, so left out: "
+            f"{', '.join(missing)} (set hardware.pricing.usd_per_gpu_hour to include them)"
         )
     assumed = [g for g, p in prices.items() if p.assumption]
     if assumed:
