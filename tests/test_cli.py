@@ -192,3 +192,28 @@ def test_every_command_has_help_with_an_example():
     for command in (["solve"], ["estimate"], ["catalog"], ["model", "import"]):
         res = invoke(*command, "--help")
         assert res.exit_code == 0 and "Example: planner" in res.output
+
+
+def test_model_import_writes_a_catalog_entry(tmp_path):
+    import shutil
+
+    from planner.catalog import load_catalog
+
+    catalog_copy = tmp_path / "catalogs"
+    shutil.copytree(ROOT / "catalogs", catalog_copy)
+    config = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3-32b.json"
+    res = CliRunner().invoke(
+        cli,
+        ["--catalog", str(catalog_copy), "model", "import", str(config), "--id", "my-qwen"],
+        obj={},
+    )
+    assert res.exit_code == 0, res.output
+    assert "32.76B parameters" in res.output
+    imported = load_catalog(catalog_copy).model("my-qwen")
+    assert imported.params_total == 32_762_123_264
+    again = CliRunner().invoke(
+        cli,
+        ["--catalog", str(catalog_copy), "model", "import", str(config), "--id", "my-qwen"],
+        obj={},
+    )
+    assert again.exit_code == 2 and "--force" in again.output

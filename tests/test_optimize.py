@@ -170,3 +170,41 @@ def test_highs_backend_agrees_with_cbc():
     cbc = solve_fleet(problem, "cbc")
     highs = solve_fleet(problem, "highs")
     assert cbc.cost_per_hour == pytest.approx(highs.cost_per_hour)
+
+
+def _hard_instance() -> FleetProblem:
+    """900 candidates x 5 classes: CBC cannot close it in a second (see
+    benchmarks/solve_scaling.py, which builds the same family of instances)."""
+    rng = np.random.default_rng(0)
+    n, n_w, per = 900, 5, 30
+    gpu = tuple(f"g{i // per}" for i in range(n))
+    tp = tuple(int(rng.choice([1, 2, 4, 8])) for _ in range(n))
+    price = rng.uniform(1, 6, n // per)
+    cost = np.array([price[i // per] * tp[i] for i in range(n)])
+    cap = cost[:, None] * rng.uniform(0.7, 1.3, (n, n_w))
+    cap[rng.random((n, n_w)) < 0.3] = 0.0
+    cap[:, 0] = np.maximum(cap[:, 0], 0.1)
+    inventory = {f"g{i}": int(rng.integers(8, 64)) for i in range(0, n // per, 2)}
+    return FleetProblem(
+        gpu=gpu,
+        tp=tp,
+        cost_per_hour=cost,
+        capacity=cap,
+        demand=rng.uniform(5, 50, n_w),
+        inventory=inventory,
+        min_replicas=2,
+    )
+
+
+def test_time_limit_returns_the_best_plan_with_its_gap():
+    sol = solve_fleet(_hard_instance(), "cbc", time_limit_s=0.3)
+    assert sol.status == "time_limit"
+    assert 0 < sol.gap < 1 and sol.lower_bound < sol.cost_per_hour
+
+
+def test_no_plan_within_the_time_limit_is_a_solver_error():
+    from planner.errors import SolverError
+
+    with pytest.raises(SolverError, match="without any feasible fleet") as err:
+        solve_fleet(_hard_instance(), "cbc", time_limit_s=0.01)
+    assert err.value.exit_code == 3
