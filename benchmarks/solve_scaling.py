@@ -11,32 +11,7 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from planner.optimize import FleetProblem, solve_fleet
-
-
-def instance(n_gpu_types: int, n_classes: int, per_type: int, seed: int = 0) -> FleetProblem:
-    rng = np.random.default_rng(seed)
-    n = n_gpu_types * per_type
-    gpu = tuple(f"g{i // per_type}" for i in range(n))
-    tp = tuple(int(rng.choice([1, 2, 4, 8])) for _ in range(n))
-    price = rng.uniform(1, 6, n_gpu_types)
-    cost = np.array([price[i // per_type] * tp[i] for i in range(n)])
-    cap = cost[:, None] * rng.uniform(0.7, 1.3, (n, n_classes))
-    cap[rng.random((n, n_classes)) < 0.3] = 0.0  # some candidates fail some classes' SLA
-    cap[:, 0] = np.maximum(cap[:, 0], 0.1)
-    demand = rng.uniform(5, 50, n_classes)
-    inventory = {f"g{i}": int(rng.integers(8, 64)) for i in range(0, n_gpu_types, 2)}
-    return FleetProblem(
-        gpu=gpu,
-        tp=tp,
-        cost_per_hour=cost,
-        capacity=cap,
-        demand=demand,
-        inventory=inventory,
-        min_replicas=2,
-    )
+from planner.optimize import solve_fleet, synthetic_problem
 
 
 def main() -> None:
@@ -49,7 +24,7 @@ def main() -> None:
     )
     print("|---|---|---|" + "---|" * len(backends))
     for types, classes, per in sizes:
-        problem = instance(types, classes, per)
+        problem = synthetic_problem(types, classes, per)
         cells = []
         for backend in backends:
             t0 = time.perf_counter()

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.optimize import FleetProblem, solve_fleet
+from planner.optimize import FleetProblem, solve_fleet, synthetic_problem
 
 
 def load_feasible(problem: FleetProblem, n: tuple[int, ...]) -> bool:
@@ -173,27 +173,8 @@ def test_highs_backend_agrees_with_cbc():
 
 
 def _hard_instance() -> FleetProblem:
-    """900 candidates x 5 classes: CBC cannot close it in a second (see
-    benchmarks/solve_scaling.py, which builds the same family of instances)."""
-    rng = np.random.default_rng(0)
-    n, n_w, per = 900, 5, 30
-    gpu = tuple(f"g{i // per}" for i in range(n))
-    tp = tuple(int(rng.choice([1, 2, 4, 8])) for _ in range(n))
-    price = rng.uniform(1, 6, n // per)
-    cost = np.array([price[i // per] * tp[i] for i in range(n)])
-    cap = cost[:, None] * rng.uniform(0.7, 1.3, (n, n_w))
-    cap[rng.random((n, n_w)) < 0.3] = 0.0
-    cap[:, 0] = np.maximum(cap[:, 0], 0.1)
-    inventory = {f"g{i}": int(rng.integers(8, 64)) for i in range(0, n // per, 2)}
-    return FleetProblem(
-        gpu=gpu,
-        tp=tp,
-        cost_per_hour=cost,
-        capacity=cap,
-        demand=rng.uniform(5, 50, n_w),
-        inventory=inventory,
-        min_replicas=2,
-    )
+    """900 candidates x 5 classes: CBC cannot close it in a second (solve_scaling.py)."""
+    return synthetic_problem(30, 5, 30)
 
 
 def test_time_limit_returns_the_best_plan_with_its_gap():
