@@ -81,29 +81,51 @@ def break_even_scale(
 ) -> float | None:
     """The smallest demand scale at which self-hosting costs no more than the API.
 
-    The fleet cost is a step function of demand; the API's is linear (at the average demand).
-    Scan a geometric grid for the first scale where self-hosting wins, then bisect.
+    The fleet cost is a nondecreasing step function of demand; the API's is a line through
+    zero (at the average demand). Scan a geometric grid for the first scale where
+    self-hosting wins, then walk down the flat steps: on a step of cost c the line meets it
+    at c / slope, which is exact; bisect only where the crossing sits on a step's edge.
     """
+    slope = api_per_hour_at_1 * average_factor
 
     def gap(scale: float) -> float:
-        return self_cost(scale) - api_per_hour_at_1 * average_factor * scale
+        return self_cost(scale) - slope * scale
 
     previous = None
     for scale in SCALES:
         if gap(scale) <= 0:
             if previous is None:
                 return float(scale)
-            lo, hi = previous, float(scale)
-            while hi - lo > rel_tol * hi:
-                mid = (lo + hi) / 2
-                lo, hi = (lo, mid) if gap(mid) <= 0 else (mid, hi)
-            return hi
+            return _refine(self_cost, slope, previous, float(scale), rel_tol)
         previous = float(scale)
     return None
 
 
+def _refine(self_cost: SelfCost, slope: float, lo: float, hi: float, rel_tol: float) -> float:
+    """The first crossing in (lo, hi], given gap(lo) > 0 >= gap(hi)."""
+    while True:
+        meet = self_cost(hi) / slope  # where the line meets the step that hi stands on
+        if meet <= lo or meet >= hi:
+            break
+        if self_cost(meet) < self_cost(hi):  # a lower step before hi: walk down to it
+            hi = meet
+            continue
+        hi = meet  # flat from meet to hi and the line is above it from meet on: exact
+        if self_cost(lo) - slope * lo > 0 and self_cost(meet) <= slope * meet:
+            return meet
+        break
+    while hi - lo > rel_tol * hi:  # the crossing is at a step's edge
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if self_cost(mid) <= slope * mid else (mid, hi)
+    return hi
+
+
 def compare(
-    plan: Plan, problem: FleetProblem, average_factor: float = 1.0, backend: str = "cbc"
+    plan: Plan,
+    problem: FleetProblem,
+    average_factor: float = 1.0,
+    backend: str = "cbc",
+    self_cost: SelfCost | None = None,
 ) -> list[Comparison]:
     """Every API offering against the plan, with break-even volumes, cheapest API first."""
     rates = np.array([c.requests_per_second for c in plan.classes])
@@ -111,7 +133,7 @@ def compare(
     outputs = np.array([c.output_tokens for c in plan.classes], float)
     tokens_per_s = float((rates * (inputs + outputs)).sum())
     self_monthly = plan.fleet.total_cost_per_hour_usd * HOURS_PER_MONTH
-    self_cost = SelfCost(problem, backend)
+    self_cost = self_cost or SelfCost(problem, backend)
     out = []
     for quote in plan.api_quotes:
         api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
@@ -131,6 +153,9 @@ def compare(
     return out
 
 
+CURVE_SCALES = SCALES[(SCALES >= 0.05) & (SCALES <= 20.0)]  # grid points: shared solves
+
+
 def cost_curves(
     problem: FleetProblem,
     plan: Plan,
@@ -138,18 +163,45 @@ def cost_curves(
     average_factor: float,
     scales: np.ndarray | None = None,
     backend: str = "cbc",
+    self_cost: SelfCost | None = None,
 ):
     """Monthly self-host and API cost against peak requests/s, for the break-even chart."""
-    scales = np.geomspace(0.05, 20, 40) if scales is None else scales
+    scales = CURVE_SCALES if scales is None else scales
     rates = np.array([c.requests_per_second for c in plan.classes])
     inputs = np.array([c.input_tokens for c in plan.classes], float)
     outputs = np.array([c.output_tokens for c in plan.classes], float)
     api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
     volume = scales * rates.sum()
-    cost = SelfCost(problem, backend)
-    self_cost = np.array([cost(s) for s in scales])
+    cost = self_cost or SelfCost(problem, backend)
+    own = np.array([cost(s) for s in scales])
     return (
         volume,
-        self_cost * HOURS_PER_MONTH,
+        own * HOURS_PER_MONTH,
         api_hour * average_factor * scales * (HOURS_PER_MONTH),
     )
+
+
+@dataclass(frozen=True)
+class BuildVsBuy:
+    """Every comparison and the chart's curves, from one shared set of fleet solves."""
+
+    comparisons: list[Comparison]
+    curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+
+
+def analyse(plan: Plan, backend: str = "cbc") -> BuildVsBuy:
+    """Break-even volumes for every API offering and the cost curves against the cheapest,
+    sharing the memoised fleet solves between them."""
+    if plan.problem is None or not plan.api_quotes:
+        return BuildVsBuy([], None)
+    cost = SelfCost(plan.problem, backend)
+    rows = compare(plan, plan.problem, plan.average_demand_factor, backend, cost)
+    curves = cost_curves(
+        plan.problem,
+        plan,
+        plan.api_quotes[0],
+        plan.average_demand_factor,
+        backend=backend,
+        self_cost=cost,
+    )
+    return BuildVsBuy(rows, curves)

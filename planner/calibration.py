@@ -14,7 +14,18 @@ Four steps, each a function:
   the log error (own Levenberg-Marquardt over numpy, no scipy), with the uncertainty of every
   constant from the Jacobian of the log residuals.
 
-Nothing here writes a file except `write_profile`.
+Your own measurements (`planner validate`, `planner calibrate`, at the end of this module):
+
+* `read_measurements(paths, catalog, identity)`: CSVs in the measured_public.csv format and
+  the JSON of `vllm bench serve --save-result` (`vllm_result_rows`; the JSON does not say
+  what ran, so `Identity` names the model, GPU, tp and quant), as rows of the same schema.
+* `validation(...)` / `render_validation`: predicted vs measured per row, error per metric.
+* `calibrate(...)` / `render_calibration` / `calibration_header`: `fit_profile` on those rows
+  as a new profile; refuses a fit of more constants than measured values.
+* A serving-benchmark row at request rate inf is a closed loop of max_concurrency requests:
+  compared as waves of that many requests arriving together (`serving_wave_ms`).
+
+Nothing here writes a file except `write_profile` (`profile_yaml` gives the text).
 
 Assumptions made when mapping the public rows (each row's `assumptions` column repeats the
 ones that apply to it):
@@ -44,16 +55,19 @@ ones that apply to it):
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from planner.catalog import Catalog, load_catalog
+from planner.errors import InputError, unknown_name_message
 from planner.perf import evaluate as ev
 from planner.perf import roofline as rf
 from planner.perf.candidates import IDEAL, GridSpec, deployment_rows
@@ -124,8 +138,12 @@ _ENGINES: tuple[tuple[str, str], ...] = (
     ("mlc", "mlc"),
     ("turbomind", "lmdeploy"),
     ("lmdeploy", "lmdeploy"),
+    ("sglang", "sglang"),
     ("vllm", "vllm"),
 )
+# Labels whose rows are continuous-batching servers (engine_class 'server'); SERVER_ENGINES,
+# the rows the vllm recipe fits, stays as it is.
+_SERVER_LABELS: tuple[str, ...] = (*SERVER_ENGINES, "sglang")
 
 _GPUS: tuple[tuple[str, str | None], ...] = (
     ("rtx 3090", None),
@@ -269,9 +287,15 @@ class _RowMap:
 
 def _map_identity(raw: pd.Series, out: _RowMap, catalog: Catalog) -> None:
     engine = engine_label(str(raw["framework"]))
-    model_id = map_model(str(raw["model"]))
-    gpu_id = map_gpu(str(raw["gpu"]))
-    quant_id, q_note = map_quant(str(raw["weight_precision"] or ""), engine)
+    # A cell that is a catalog id is taken as it is (user CSVs); published names are mapped.
+    model_text, gpu_text = str(raw["model"]).strip(), str(raw["gpu"]).strip()
+    precision = str(raw["weight_precision"] or "").strip()
+    model_id = model_text if model_text in catalog.models else map_model(model_text)
+    gpu_id = gpu_text if gpu_text in catalog.gpus else map_gpu(gpu_text)
+    if precision in catalog.quants:
+        quant_id, q_note = precision, ""
+    else:
+        quant_id, q_note = map_quant(precision, engine)
     kv, kv_note = _kv_dtype(raw, engine, quant_id, catalog)
     out.assumptions += [n for n in (q_note, kv_note) if n]
     if model_id is None:
@@ -283,7 +307,7 @@ def _map_identity(raw: pd.Series, out: _RowMap, catalog: Catalog) -> None:
     out.values.update(
         engine=engine,
         engine_class=(
-            "server" if engine in SERVER_ENGINES else "local" if engine == "llamacpp" else "hf"
+            "server" if engine in _SERVER_LABELS else "local" if engine == "llamacpp" else "hf"
         ),
         model_id=model_id,
         gpu_id=gpu_id,
@@ -404,6 +428,12 @@ def load_measurements(
     """
     catalog = catalog if catalog is not None else load_catalog()
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    return measurements_from_frame(raw, catalog)
+
+
+def measurements_from_frame(raw: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """`load_measurements` of a CSV already read as strings (every column of the
+    measured_public.csv header present; empty cells for what is not published)."""
     return pd.DataFrame([_map_row(r, catalog) for _, r in raw.iterrows()])
 
 
@@ -494,7 +524,7 @@ def _evaluate_core(model: Model, grid: pd.DataFrame) -> dict[str, np.ndarray]:
     """Memory, decode step, prefill and serving rate of `evaluate`, without queueing (whose
     Erlang recursion costs one numpy step per sequence slot: slow at batch 5000)."""
     full = ev.evaluate(model, grid, statistic="none")
-    return {k: full[k].to_numpy() for k in (*_CORE_COLUMNS, "throughput_tok_s")}
+    return {k: full[k].to_numpy() for k in (*_CORE_COLUMNS, "throughput_tok_s", "tpot_ms")}
 
 
 EFF_FIELDS: tuple[str, ...] = tuple(Efficiency.model_fields)
@@ -564,15 +594,68 @@ def _predict_metrics(
     """TPOT: the decode step. TTFT: prefill of ttft_batch x ttft_input_len (no queueing).
     Throughput: B * O / e2e (static batches and offline continuous batching alike). E2E:
     batched prefill + (O-1) decode steps. Also the serving-rate throughput of `evaluate`
-    (per-request prefill) as `throughput_serving_model`, for comparison."""
+    (per-request prefill) as `throughput_serving_model`, for comparison. Serving-benchmark
+    rows (scenario kinds in SERVING_KINDS) replace TPOT and TTFT: see `serving_wave_ms`."""
     e2e = static_batch_e2e_ms(model, grid, core["tpot_step_ms"])
-    res[PREDICTED["tpot"]][pos] = core["tpot_step_ms"]
-    res[PREDICTED["ttft"]][pos] = batch_prefill_ms(
-        model, grid, _col(grid, "ttft_batch"), _col(grid, "ttft_input_len")
-    )
+    tpot = np.array(core["tpot_step_ms"], dtype=float)
+    ttft = batch_prefill_ms(model, grid, _col(grid, "ttft_batch"), _col(grid, "ttft_input_len"))
+    kinds = grid["scenario_kind"].to_numpy()
+    wave = kinds == "serving"
+    if wave.any():
+        w_ttft, w_tpot = serving_wave_ms(model, grid[wave], tpot[wave])
+        ttft[wave], tpot[wave] = w_ttft, w_tpot
+    poisson = kinds == "serving_poisson"
+    tpot[poisson] = np.asarray(core["tpot_ms"], dtype=float)[poisson]
+    res[PREDICTED["tpot"]][pos] = tpot
+    res[PREDICTED["ttft"]][pos] = ttft
     res[PREDICTED["throughput"]][pos] = _col(grid, "batch") * _col(grid, "output_len") / e2e * 1e3
     res[PREDICTED["e2e"]][pos] = e2e
     res["throughput_serving_model"][pos] = core["throughput_tok_s"]
+
+
+# Serving-benchmark rows (`vllm bench serve`, planner.measurements): "serving" is a closed
+# loop at infinite request rate with `batch` requests in flight; "serving_poisson" is a
+# finite request rate (batch from Little's law, TPOT only).
+SERVING_KINDS: tuple[str, ...] = ("serving", "serving_poisson")
+
+
+def serving_wave_ms(
+    model: Model,
+    grid: pd.DataFrame,
+    tpot_step_ms: np.ndarray,
+    chunk_tokens: int = PREFILL_CHUNK_TOKENS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean TTFT and mean TPOT of a wave of B equal requests that arrive together.
+
+    `vllm bench serve --request-rate inf --max-concurrency B` with fixed lengths sends B
+    requests at once, and B new ones when those finish (they finish together), so every
+    wave starts on an idle replica. The B prompts are prefilled in n = ceil(B I / C)
+    chunked passes (C = 8192 tokens, `batch_prefill_ms` P for the whole wave, p = P / n per
+    pass); prompt j (1..B, packed in order) completes in pass k_j = ceil(j I / C), so its
+    TTFT is k_j p. It then decodes one token per pass in the remaining n - k_j passes
+    (decode tokens ride in the mixed prefill batches), and the rest at the decode step s(B):
+
+        TTFT = mean_j(k_j) p
+        TPOT = mean_j((m_j p + (O - 1 - m_j) s) / (O - 1)),  m_j = min(n - k_j, O - 1)
+
+    B * O / (P + (O - 1) s), the throughput `predict` compares for every row, is this wave's
+    output rate. Queueing for a slot is nil by construction (at most B in flight).
+    """
+    b = np.maximum(np.rint(_col(grid, "batch")), 1.0).astype(int)
+    i_len = _col(grid, "input_len")
+    o_len = _col(grid, "output_len")
+    total = batch_prefill_ms(model, grid, b.astype(float), i_len, chunk_tokens)
+    passes = np.maximum(np.ceil(b * i_len / chunk_tokens), 1.0)
+    per_pass = total / passes
+    ttft = np.empty(len(b))
+    tpot = np.empty(len(b))
+    for n, (bb, ii, oo, nn) in enumerate(zip(b, i_len, o_len, passes, strict=True)):
+        k = np.maximum(np.ceil(np.arange(1, bb + 1) * ii / chunk_tokens), 1.0)
+        ttft[n] = k.mean() * per_pass[n]
+        decode = max(oo - 1.0, 1.0)
+        m = np.minimum(nn - k, decode)
+        tpot[n] = np.mean(m * per_pass[n] + (decode - m) * tpot_step_ms[n]) / decode
+    return ttft, tpot
 
 
 def _deployment(row: pd.Series, catalog: Catalog) -> tuple[dict | None, str, str]:
@@ -675,6 +758,10 @@ def predict(
       overhead each), which at batch 1000+ and short prompts under-predicts by up to 2x;
       it is kept as `throughput_serving_model` for comparison.
     * E2E: `static_batch_e2e_ms`.
+    * Serving-benchmark rows (`vllm_result_rows`): at request rate inf ('serving') TTFT and
+      TPOT are the means over a wave of `batch` requests arriving together
+      (`serving_wave_ms`), throughput as above (the wave's output rate); at a finite rate
+      ('serving_poisson') TPOT is `evaluate`'s `tpot_ms` (prefill interleaved).
 
     Returns the predictable rows of `measurements` with pred_* columns and diagnostics.
     """
@@ -1124,6 +1211,52 @@ def fit_profile(
     return profile, report
 
 
+def identifiable(
+    measurements: pd.DataFrame,
+    catalog: Catalog,
+    base_profile: EngineProfile,
+    params: Sequence[str] = FIT_PARAMS,
+    engine_filter: Iterable[str] | str | None = None,
+) -> dict:
+    """What `fit_profile` would see before it fits: the rows it would use, the measured
+    values (rows x metrics) and the constants some residual moves with ('identified'; the
+    others keep their base value). A fit of more constants than values is underdetermined:
+    `planner calibrate` refuses it and names the constants to drop."""
+    full = build_design(measurements, catalog, base_profile)
+    design = full.subset(_fit_mask(full, engine_filter, None))
+    targets = _targets(design, "equal")
+    problem = _Problem(design, base_profile.default, tuple(params), targets)
+    base_values = {n: getattr(base_profile.default, n) for n in params}
+    ident = _identified(problem, base_values) if targets else [False] * len(params)
+    return {
+        "rows": len(design.rows),
+        "values": int(sum(len(t[1]) for t in targets)),
+        "identified": [n for n, ok in zip(params, ident, strict=True) if ok],
+        "not_identified": [n for n, ok in zip(params, ident, strict=True) if not ok],
+        "rejected": design.rejected,
+    }
+
+
+def support(
+    measurements: pd.DataFrame,
+    catalog: Catalog,
+    profile: EngineProfile,
+    params: Sequence[str] = FIT_PARAMS,
+) -> dict[str, int]:
+    """How many usable rows' predictions move with each constant at `profile`'s default
+    values: a constant seen by one or two rows (eta_compute_decode when a single point is
+    past the ridge) is fitted to those rows' noise."""
+    full = build_design(measurements, catalog, profile)
+    design = full.subset(_fit_mask(full, None, None))
+    targets = _targets(design, "equal")
+    if not targets:
+        return dict.fromkeys(params, 0)
+    problem = _Problem(design, profile.default, tuple(params), targets)
+    jac = _jacobian_natural(problem, {n: getattr(profile.default, n) for n in params})
+    pos = np.concatenate([t[1] for t in targets])
+    return {n: len(set(pos[np.abs(jac[:, j]) > 1e-9])) for j, n in enumerate(params)}
+
+
 # ---------------------------------------------------------------------------------------
 # The shipped profiles: which rows fit which engine profile
 # ---------------------------------------------------------------------------------------
@@ -1189,9 +1322,9 @@ RECIPES: dict[str, Recipe] = {
             "bf16), which pin eta_mem, the all-reduce latency and the step overhead. "
             "eta_mem and step_overhead_ms trade off (few small-batch rows): the overhead is "
             "known to +/- 0.6 ms only. The decode step is max(weights, GEMMs) + max(KV, "
-            "attention), attention at the 16-bit peak. eta_kv fitted freely gives 0.67-0.70 +/- 0.10 with "
-            "no better fit (weighted rms 0.1735 vs 0.1749), so the 0.8 is kept. Starts "
-            "matter a little: the log-error surface has shallow minima along eta_mem vs "
+            "attention), attention at the 16-bit peak. eta_kv fitted freely gives 0.67-0.70 "
+            "+/- 0.10 with no better fit (weighted rms 0.1735 vs 0.1749), so the 0.8 is kept. "
+            "Starts matter a little: the log-error surface has shallow minima along eta_mem vs "
             "step overhead (1 start: eta_mem 0.63, overhead 0.0 ms, rms 0.184). GPU-family "
             "overrides made leave-one-source-out error worse and are not shipped. "
             + _THROUGHPUT_NOTE
@@ -1415,12 +1548,914 @@ def profile_document(profile: EngineProfile) -> dict:
     return doc
 
 
-def write_profile(profile: EngineProfile, path: str | Path, header: str = "") -> Path:
-    """Write an engine profile YAML (the only function here that writes a file)."""
+def profile_yaml(profile: EngineProfile, header: str = "") -> str:
+    """The text of an engine profile YAML file: `header` as a comment block, then the
+    document of `profile_document`."""
     import yaml
 
-    path = Path(path)
     text = yaml.safe_dump(profile_document(profile), sort_keys=False, width=100, allow_unicode=True)
     comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
-    path.write_text(comment + text, encoding="utf-8")
+    return comment + text
+
+
+def write_profile(profile: EngineProfile, path: str | Path, header: str = "") -> Path:
+    """Write an engine profile YAML (the only function here that writes a file)."""
+    path = Path(path)
+    path.write_text(profile_yaml(profile, header), encoding="utf-8")
     return path
+
+
+# ---------------------------------------------------------------------------------------
+# Your own measurements: CSV rows and `vllm bench serve --save-result` JSON
+# (`planner validate`, `planner calibrate`)
+# ---------------------------------------------------------------------------------------
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "row_id", "source", "source_locator", "date", "framework", "framework_version", "model",
+    "params_b", "weight_precision", "kv_cache_precision", "gpu", "num_gpus", "tp", "pp",
+    "batch_size", "concurrency", "scenario", "input_len", "output_len", "tpot_itl_ms", "ttft_ms",
+    "e2e_latency_ms", "output_tok_s_per_user", "total_output_tok_s", "output_tok_s_per_gpu",
+    "prefill_tok_s", "other_throughput_tok_s", "metric_stat", "notes",
+)  # fmt: skip
+CSV_REQUIRED: tuple[str, ...] = ("framework", "model", "gpu", "weight_precision")
+CSV_METRIC_COLUMNS: tuple[str, ...] = (
+    "tpot_itl_ms", "ttft_ms", "e2e_latency_ms", "output_tok_s_per_user", "total_output_tok_s",
+    "output_tok_s_per_gpu", "prefill_tok_s",
+)  # fmt: skip
+# The columns of `load_measurements`, in its order: vLLM JSON rows are built to match.
+MEASUREMENT_COLUMNS: tuple[str, ...] = (
+    "row_id", "source_key", "source", "framework", "model_raw", "gpu_raw", "precision_raw",
+    "engine", "engine_class", "model_id", "gpu_id", "quant_id", "kv_dtype", "num_gpus", "tp",
+    "layer_split", "batch", "input_len", "output_len", "scenario_kind", "ttft_input_len",
+    "ttft_batch", "meas_tpot", "meas_ttft", "meas_throughput", "meas_e2e", "metric_basis",
+    "assumptions", "skip_reason", "metric_skips",
+)  # fmt: skip
+VLLM_SOURCE_KEY = "vllm-bench-serve"
+VLLM_METRIC_KEYS: dict[str, tuple[str, ...]] = {
+    "tpot": ("mean_tpot_ms", "median_tpot_ms"),
+    "ttft": ("mean_ttft_ms", "median_ttft_ms"),
+    "throughput": ("output_throughput",),
+}
+WAVE_ASSUMPTION = (
+    "vLLM serving-benchmark rows at request rate inf with max_concurrency B are compared as "
+    "waves of B equal requests arriving together on an idle replica (fixed lengths finish "
+    "together): TTFT = mean pass in which a prompt completes x pass time, prompts prefilled in "
+    "8192-token chunks; TPOT = decode step at batch B plus the prefill passes a request "
+    "decodes through; throughput = B x O / (wave prefill + (O-1) decode steps)."
+)
+
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a vLLM benchmark result does not say: the deployment that was measured (catalog
+    ids), and optionally the request lengths (default: the result's mean lengths)."""
+
+    model: str | None = None
+    gpu: str | None = None
+    tp: int | None = None
+    quant: str | None = None
+    kv_dtype: str | None = None
+    input_len: float | None = None
+    output_len: float | None = None
+
+    def missing(self) -> list[str]:
+        """The command-line options still needed for a JSON input."""
+        return [f"--{n}" for n in ("model", "gpu", "tp", "quant") if getattr(self, n) is None]
+
+
+def _option(option: str, lookup: Callable[[str], _T], value: str) -> _T:
+    """`lookup(value)`, an unknown id's message prefixed with the option that gave it."""
+    try:
+        return lookup(value)
+    except InputError as exc:
+        raise InputError(f"{option}: {exc.message}") from None
+
+
+def resolve_identity(identity: Identity, catalog: Catalog) -> dict:
+    """Catalog ids of `identity`, checked: an unknown id names its closest match, an
+    impossible combination (tp, KV dtype, quant on that GPU) says why."""
+    for name, value in (
+        ("--tp", identity.tp),
+        ("--input-len", identity.input_len),
+        ("--output-len", identity.output_len),
+    ):
+        if value is not None and value <= 0:
+            raise InputError(f"{name}: must be positive, got {value}")
+    model = _option("--model", catalog.model, str(identity.model))
+    gpu = _option("--gpu", catalog.gpu, str(identity.gpu))
+    quant = _option("--quant", catalog.quant, str(identity.quant))
+    ids = {
+        "model_id": model.id,
+        "gpu_id": gpu.id,
+        "quant_id": quant.id,
+        "kv_dtype": identity.kv_dtype or quant.default_kv_dtype,
+        "tp": int(identity.tp or 1),
+    }
+    dep, reason, _ = _deployment(pd.Series(ids), catalog)
+    if dep is None:
+        raise InputError(f"impossible combination: {reason}")
+    return ids
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, expected a CSV or JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+
+
+def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> str:
+    return f"{path}: malformed JSON at line {line or exc.lineno}, column {exc.colno}: {exc.msg}"
+
+
+def read_json_results(path: str | Path) -> list[dict]:
+    """The result objects of one JSON file: one object (`--save-result`), a list of them,
+    or JSON Lines (`--append-result` appends one object per line). A syntax error names
+    the line and column."""
+    path = Path(path)
+    text = _read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise InputError(_json_error(path, exc)) from None
+        data = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            try:
+                data.append(json.loads(line)) if line.strip() else None
+            except json.JSONDecodeError as line_exc:
+                raise InputError(_json_error(path, line_exc, number)) from None
+    docs = data if isinstance(data, list) else [data]
+    if not docs:
+        raise InputError(f"{path}: no benchmark result in the file")
+    for doc in docs:
+        if not isinstance(doc, dict):
+            raise InputError(
+                f"{path}: expected JSON objects (vLLM benchmark results), got a "
+                f"{type(doc).__name__}"
+            )
+    return docs
+
+
+def _first_metric(doc: Mapping, keys: Sequence[str]) -> tuple[float, str]:
+    for key in keys:
+        value = _num(doc.get(key))
+        if value > 0:
+            return value, key
+    return math.nan, ""
+
+
+def _request_rate(doc: Mapping, where: str) -> float:
+    value = doc.get("request_rate", "inf")
+    if value is None or str(value).strip().lower() in ("inf", "infinity"):
+        return math.inf
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"{where}: request_rate: expected a number or 'inf', got {value!r}"
+        ) from None
+    return rate if rate > 0 else math.inf
+
+
+def _vllm_lengths(
+    doc: Mapping, where: str, input_len: float | None, output_len: float | None
+) -> tuple[float, float]:
+    """Mean request lengths: the options, else total tokens / completed requests."""
+    completed = _num(doc.get("completed"))
+    out = []
+    for given, key, option in (
+        (input_len, "total_input_tokens", "--input-len"),
+        (output_len, "total_output_tokens", "--output-len"),
+    ):
+        total = _num(doc.get(key))
+        if given is not None:
+            out.append(float(given))
+        elif completed > 0 and total > 0:
+            out.append(total / completed)
+        elif completed == 0:
+            out.append(math.nan)  # nothing completed: the row is skipped
+        else:
+            raise InputError(
+                f"{where}: no {key} and completed to take the mean from; pass {option}"
+            )
+    return out[0], out[1]
+
+
+def _vllm_operating_point(doc: Mapping, where: str, out: _RowMap) -> tuple[float, str]:
+    """(batch, scenario kind): the requests in flight, and which comparison applies."""
+    rate = _request_rate(doc, where)
+    conc, prompts = _num(doc.get("max_concurrency")), _num(doc.get("num_prompts"))
+    if math.isinf(rate):
+        if conc > 0:
+            batch = min(conc, prompts) if prompts > 0 else conc
+            out.assumptions.append(
+                f"request rate inf, max_concurrency {conc:g}: waves of {batch:g} requests "
+                "arriving together (serving_wave_ms)"
+            )
+        elif prompts > 0:
+            batch = prompts
+            out.assumptions.append(
+                "request rate inf without max_concurrency: all num_prompts requests in flight "
+                "at once (one wave)"
+            )
+        else:
+            batch = math.nan
+            out.skips.append("neither max_concurrency nor num_prompts: the batch is unknown")
+        return batch, "serving"
+    out.metric_skips += [
+        "ttft: Poisson arrivals at a finite request rate (queueing is not modelled)",
+        "throughput: at a finite request rate it is the offered load, not the capacity",
+    ]
+    in_flight = _num(doc.get("request_throughput")) * _num(doc.get("mean_e2el_ms")) / 1000.0
+    if not in_flight > 0:
+        out.skips.append(
+            f"request rate {rate:g}/s without request_throughput and mean_e2el_ms: the "
+            "batch is unknown"
+        )
+        return math.nan, "serving_poisson"
+    batch = float(max(round(in_flight), 1))
+    batch = min(batch, conc) if conc > 0 else batch
+    out.assumptions.append(
+        f"request rate {rate:g}/s: batch {batch:g} from Little's law (request_throughput x "
+        "mean_e2el_ms); TPOT compared with continuous batching's TPOT with prefill interleaved"
+    )
+    return batch, "serving_poisson"
+
+
+def _vllm_metrics(doc: Mapping, where: str, o_len: float, out: _RowMap) -> dict:
+    if not any(k in doc for keys in VLLM_METRIC_KEYS.values() for k in keys):
+        raise InputError(
+            f"{where}: not a vLLM serving benchmark result (none of "
+            f"{', '.join(k for keys in VLLM_METRIC_KEYS.values() for k in keys)})"
+        )
+    values, basis = {}, []
+    for metric, keys in VLLM_METRIC_KEYS.items():
+        value, key = _first_metric(doc, keys)
+        if any(s.startswith(f"{metric}:") for s in out.metric_skips):
+            value = math.nan
+        elif key:
+            basis.append(f"{metric}: {key}")
+        values[MEASURED[metric]] = value
+    if not o_len > 1.5 and not math.isnan(values["meas_tpot"]):
+        out.metric_skips.append("tpot: one output token per request")
+        values["meas_tpot"] = math.nan
+    if all(math.isnan(v) for v in values.values()):
+        out.skips.append("no usable metric")
+    values.update(meas_e2e=math.nan, metric_basis="; ".join(basis))
+    return values
+
+
+def _varying_lengths(doc: Mapping, out: _RowMap) -> None:
+    for key in ("input_lens", "output_lens"):
+        lens = doc.get(key)
+        if isinstance(lens, list) and len(lens) > 1 and max(lens) > 1.1 * max(min(lens), 1):
+            out.assumptions.append(
+                f"{key} vary ({min(lens)}-{max(lens)}): predicted at the mean length, while "
+                "the comparison assumes equal lengths"
+            )
+
+
+def _vllm_row(doc: Mapping, ids: Mapping, where: str, identity: Identity) -> dict:
+    out = _RowMap()
+    backend = str(doc.get("backend") or doc.get("endpoint_type") or "vllm")
+    engine = engine_label(backend)
+    i_len, o_len = _vllm_lengths(doc, where, identity.input_len, identity.output_len)
+    if _num(doc.get("completed")) == 0:
+        out.skips.append("no completed requests")
+    batch, kind = _vllm_operating_point(doc, where, out)
+    metrics = _vllm_metrics(doc, where, o_len, out)
+    _varying_lengths(doc, out)
+    out.values.update(
+        source_key=VLLM_SOURCE_KEY,
+        source=where,
+        framework=f"{backend} (vllm bench serve)",
+        model_raw=str(doc.get("model_id") or ids["model_id"]),
+        gpu_raw=ids["gpu_id"],
+        precision_raw=ids["quant_id"],
+        engine="vllm" if engine == "other" else engine,
+        engine_class="server",
+        model_id=ids["model_id"],
+        gpu_id=ids["gpu_id"],
+        quant_id=ids["quant_id"],
+        kv_dtype=ids["kv_dtype"],
+        num_gpus=ids["tp"],
+        tp=ids["tp"],
+        layer_split=False,
+        batch=batch,
+        input_len=i_len,
+        output_len=o_len,
+        scenario_kind=kind,
+        ttft_input_len=i_len,
+        ttft_batch=1.0 if math.isnan(batch) else batch,
+        **metrics,
+        assumptions="; ".join(out.assumptions),
+        skip_reason="; ".join(out.skips),
+        metric_skips="; ".join(out.metric_skips),
+    )
+    return out.values
+
+
+def vllm_result_rows(
+    docs: Sequence[Mapping], ids: Mapping, source: str, identity: Identity = Identity()
+) -> pd.DataFrame:
+    """Rows of the `load_measurements` schema from vLLM serving-benchmark results
+    (`vllm bench serve --save-result`, or the older benchmarks/benchmark_serving.py).
+
+    `ids` are the checked catalog ids of the deployment (`resolve_identity`): model_id,
+    gpu_id, quant_id, kv_dtype, tp. Per result: TPOT = `mean_tpot_ms` (else the median),
+    TTFT = `mean_ttft_ms` (else the median), throughput = `output_throughput` (output
+    tokens/s of the whole deployment); lengths = total_input_tokens / completed and
+    total_output_tokens / completed unless `identity` gives them. At request rate inf the
+    batch is max_concurrency (capped by num_prompts; num_prompts without a concurrency
+    limit) and the row is compared as waves of that many requests (`serving_wave_ms`). At
+    a finite rate only TPOT is compared, at the batch of Little's law.
+    """
+    rows = []
+    for number, doc in enumerate(docs, start=1):
+        where = source if len(docs) == 1 else f"{source} (result {number})"
+        rows.append({"row_id": number, **_vllm_row(doc, ids, where, identity)})
+    return pd.DataFrame(rows, columns=list(MEASUREMENT_COLUMNS))
+
+
+def read_csv_measurements(path: str | Path, catalog: Catalog) -> pd.DataFrame:
+    """A measurements CSV in the format of data/calibration/measured_public.csv. Only the
+    identity columns (framework, model, gpu, weight_precision) and one metric column are
+    required; cells may be catalog ids (llama-3.1-8b, h100-sxm, fp8) or published names."""
+    path = Path(path)
+    _read_text(path)
+    try:
+        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{path}: malformed CSV: {str(exc).strip().splitlines()[0]}") from None
+    missing = [c for c in CSV_REQUIRED if c not in raw.columns]
+    if missing:
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(missing)}; the format is that of "
+            "data/calibration/measured_public.csv (data/calibration/SOURCES.md)"
+        )
+    if not any(c in raw.columns for c in CSV_METRIC_COLUMNS):
+        raise InputError(f"{path}: no metric column (one of {', '.join(CSV_METRIC_COLUMNS)})")
+    raw = raw.assign(**{c: "" for c in CSV_COLUMNS if c not in raw.columns})
+    if (raw["row_id"].str.strip() == "").all():
+        raw["row_id"] = [str(i) for i in range(1, len(raw) + 1)]
+    bad = [v for v in raw["row_id"] if not v.strip().isdigit()]
+    if bad:
+        raise InputError(f"{path}: row_id must be a whole number, got {bad[0]!r}")
+    raw.loc[raw["source"].str.strip() == "", "source"] = path.name
+    if raw.empty:
+        return pd.DataFrame(columns=list(MEASUREMENT_COLUMNS))
+    return measurements_from_frame(raw, catalog)
+
+
+def input_kind(path: str | Path) -> str:
+    """'csv' or 'json', by the file name's suffix, else by the first character."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".json", ".jsonl"):
+        return "csv" if suffix == ".csv" else "json"
+    return "json" if _read_text(path).lstrip()[:1] in ("{", "[") else "csv"
+
+
+def read_measurements(
+    paths: Sequence[str | Path], catalog: Catalog, identity: Identity = Identity()
+) -> pd.DataFrame:
+    """Every input as rows of the `load_measurements` schema, plus `input` (the file) and
+    `input_row` (the row's id in it); row_id is renumbered 1..N when inputs collide."""
+    kinds = [(Path(p), input_kind(p)) for p in paths]
+    ids: dict = {}
+    json_inputs = [p for p, k in kinds if k == "json"]
+    if json_inputs:
+        missing = identity.missing()
+        if missing:
+            raise InputError(
+                f"{json_inputs[0]}: a vLLM benchmark result does not say what was measured: "
+                f"pass {', '.join(missing)} (catalog ids of the model, GPU, tensor-parallel "
+                "degree and quantization)"
+            )
+        ids = resolve_identity(identity, catalog)
+    parts = []
+    for path, kind in kinds:
+        if kind == "csv":
+            frame = read_csv_measurements(path, catalog)
+        else:
+            frame = vllm_result_rows(read_json_results(path), ids, str(path), identity)
+        parts.append(frame.assign(input=str(path), input_row=frame["row_id"].to_numpy()))
+    out = pd.concat(parts, ignore_index=True)
+    if out.empty:
+        raise InputError(f"no measurement rows in {', '.join(str(p) for p in paths)}")
+    if out["row_id"].duplicated().any():
+        out["row_id"] = np.arange(1, len(out) + 1)
+    return out
+
+
+# ---- validate ---------------------------------------------------------------------------
+
+
+def profiles_for_rows(
+    measurements: pd.DataFrame, catalog: Catalog, engine: str | None = None
+) -> tuple[ProfileArg, dict[str, str]]:
+    """The profile(s) to predict with and engine label -> profile id: `engine` for every
+    row, or (None) each row's engine's own profile where the catalog has one and vllm for
+    the rest, as benchmarks/accuracy.py does."""
+    labels = sorted(set(measurements["engine"]))
+    if engine is not None:
+        profile = _option("--engine", catalog.engine, engine)
+        return profile, {label: engine for label in labels}
+    fallback = catalog.engine("vllm")
+    mapping = {"*": fallback, **{lb: catalog.engines[lb] for lb in labels if lb in catalog.engines}}
+    return mapping, {lb: mapping.get(lb, fallback).id for lb in labels}
+
+
+def _skipped_records(measurements: pd.DataFrame, pred: pd.DataFrame, catalog: Catalog) -> list:
+    out = []
+    for _, r in measurements.iterrows():
+        reason = r["skip_reason"]
+        if not reason and r["row_id"] not in set(pred["row_id"]):
+            reason = _deployment(r, catalog)[1] or "no valid deployment"
+        if reason:
+            out.append({"row_id": int(r["row_id"]), "input": r.get("input", ""), "reason": reason})
+    return out
+
+
+def _metric_record(r: pd.Series) -> dict:
+    out = {}
+    for m in METRICS:
+        meas, pred = float(r[MEASURED[m]]), float(r[PREDICTED[m]])
+        if math.isfinite(meas) and math.isfinite(pred):
+            out[m] = {
+                "measured": meas,
+                "predicted": pred,
+                "error_pct": (pred / meas - 1.0) * 100.0,
+            }
+    return out
+
+
+def _row_record(r: pd.Series, profile_ids: Mapping[str, str]) -> dict:
+    return {
+        "row_id": int(r["row_id"]),
+        "input": r.get("input", ""),
+        "input_row": int(r.get("input_row", r["row_id"])),
+        "source": r["source_key"],
+        "engine": r["engine"],
+        "profile": profile_ids[r["engine"]],
+        "model": r["model_id"],
+        "gpu": r["gpu_id"],
+        "tp": int(r["tp"]),
+        "quant": r["quant_id"],
+        "kv_dtype": r["kv_dtype"],
+        "batch": float(r["pred_batch"]),
+        "input_len": float(r["input_len"]),
+        "output_len": float(r["output_len"]),
+        "scenario": r["scenario_kind"],
+        "metrics": _metric_record(r),
+        "assumptions": r["assumptions"],
+        "metric_skips": r["metric_skips"],
+        "note": _row_note(r),
+    }
+
+
+def _row_note(r: pd.Series) -> str:
+    notes = [str(r.get("predict_note", "") or "")]
+    if r["scenario_kind"] in SERVING_KINDS and not bool(r["fits"]):
+        notes.append(
+            f"batch {r['pred_batch']:g} exceeds the model's max_batch {r['max_batch']:g}: the "
+            "engine would queue or preempt requests the comparison does not see"
+        )
+    return "; ".join(n for n in notes if n)
+
+
+def _summary_records(table: pd.DataFrame) -> list[dict]:
+    keep = ["by", "group", "metric", "n", "median_abs_pct", "p90_abs_pct", "median_signed_pct"]
+    return [{k: r[k] for k in keep} for _, r in table.iterrows()]
+
+
+def validation(measurements: pd.DataFrame, catalog: Catalog, engine: str | None = None) -> dict:
+    """Predicted vs measured for every usable row, and the median and 90th-percentile
+    absolute % error per metric: overall, per GPU and per source (`error_table`)."""
+    profiles, profile_ids = profiles_for_rows(measurements, catalog, engine)
+    used = usable(measurements)
+    pred = predict(used, catalog, profiles) if not used.empty else used.assign(row_id=[])
+    skipped = _skipped_records(measurements, pred, catalog)
+    if pred.empty:
+        reasons = sorted({s["reason"] for s in skipped})
+        raise InputError(
+            f"none of the {len(measurements)} rows can be compared with the model: "
+            + "; ".join(reasons[:5])
+        )
+    return {
+        "profiles": profile_ids,
+        "rows": [_row_record(r, profile_ids) for _, r in pred.iterrows()],
+        "summary": _summary_records(error_table(pred)),
+        "skipped": skipped,
+        "counts": {"rows": len(measurements), "compared": len(pred), "skipped": len(skipped)},
+    }
+
+
+# ---- calibrate --------------------------------------------------------------------------
+
+
+@dataclass
+class Calibration:
+    """A profile fitted on user measurements, with what `planner calibrate` prints."""
+
+    profile: EngineProfile
+    base: EngineProfile
+    report: dict
+    params: tuple[str, ...]
+    seen_by: dict[str, int]  # rows whose prediction moves with each constant (`support`)
+    before: pd.DataFrame  # error_table of the base profile on the fitted rows
+    after: pd.DataFrame  # error_table of the fitted profile on the same rows
+    inputs: tuple[str, ...]
+
+
+def _check_params(params: Sequence[str]) -> tuple[str, ...]:
+    for name in params:
+        if name not in FIT_PARAMS:
+            raise InputError(f"--params: {unknown_name_message('constant', name, FIT_PARAMS)}")
+    if not params:
+        raise InputError("--params: name at least one constant")
+    return tuple(dict.fromkeys(params))
+
+
+def _fit_rows(measurements: pd.DataFrame, engines: Sequence[str]) -> pd.DataFrame:
+    rows = usable(measurements)
+    if engines:
+        rows = rows[rows["engine"].isin(list(engines))]
+    if rows.empty:
+        reasons = sorted(set(measurements["skip_reason"]) - {""})
+        which = f" of engine {', '.join(engines)}" if engines else ""
+        raise InputError(
+            f"no usable row{which} among the {len(measurements)} measured; "
+            + ("skipped: " + "; ".join(reasons[:5]) if reasons else "none has a metric")
+        )
+    return rows
+
+
+def _start_profile(base: EngineProfile, rows: pd.DataFrame, catalog: Catalog) -> EngineProfile:
+    """The base constants of the rows' GPU family (one family) or the default; no families."""
+    families = {catalog.gpu(g).family for g in rows["gpu_id"]}
+    eff = base.for_family(families.pop()) if len(families) == 1 else base.default
+    return base.model_copy(update={"default": eff, "families": {}})
+
+
+def _check_determined(seen: dict, params: Sequence[str]) -> None:
+    """Refuse an underdetermined fit: more constants than measured values."""
+    free = seen["identified"]
+    if seen["rows"] == 0:
+        reasons = sorted(set(seen["rejected"].get("reason", pd.Series(dtype=str))))
+        raise InputError("no usable row has a valid deployment: " + "; ".join(reasons[:5]))
+    if not free:
+        raise InputError(
+            f"the {seen['rows']} usable rows depend on none of {', '.join(params)}: nothing to fit"
+        )
+    if seen["values"] < len(free):
+        raise InputError(
+            f"{seen['values']} measured value(s) in {seen['rows']} usable row(s) cannot "
+            f"determine the {len(free)} constants they depend on ({', '.join(free)}): measure "
+            "more operating points (other concurrencies or lengths), or fit fewer, e.g. "
+            f"--params {','.join(free[: seen['values']])}"
+        )
+
+
+def calibrate(
+    measurements: pd.DataFrame,
+    catalog: Catalog,
+    base_id: str,
+    new_id: str,
+    params: Sequence[str] = FIT_PARAMS,
+    engines: Sequence[str] = (),
+    n_starts: int = 3,
+    as_of: str = "",
+    inputs: Sequence[str] = (),
+) -> Calibration:
+    """Fit the constants of profile `base_id` on the usable rows (of `engines`, if given)
+    as a new profile `new_id`: `fit_profile` (bounded least squares on the log error, 1-sigma
+    from the Jacobian) from the base constants of the rows' GPU family. Constants no row
+    depends on keep their base value (reported as not identified); a fit with more
+    constants than measured values is refused (InputError naming them). The new profile
+    has a default only: the base's family overrides are dropped."""
+    base = _option("--base", catalog.engine, base_id)
+    params = _check_params(params)
+    rows = _fit_rows(measurements, engines)
+    start = _start_profile(base, rows, catalog)
+    _check_determined(identifiable(rows, catalog, start, params), params)
+    fitted, report = fit_profile(
+        rows, catalog, start, engine_filter=None, params=params, n_starts=n_starts
+    )
+    before = error_table(predict(rows, catalog, base))
+    after = error_table(predict(rows, catalog, fitted))
+    seen_by = support(rows, catalog, fitted, params)
+    result = Calibration(fitted, base, report, params, seen_by, before, after, tuple(inputs))
+    source, notes = describe_user_fit(result, rows, as_of)
+    result.profile = fitted.model_copy(
+        update={
+            "id": new_id,
+            "name": f"{base.name}, calibrated as '{new_id}'",
+            "source": source,
+            "notes": notes,
+            "as_of": as_of or "unknown",
+            "families": {},
+        }
+    )
+    return result
+
+
+def _error_change(result: Calibration) -> str:
+    before = overall_errors(result.before)
+    after = overall_errors(result.after)
+    return ", ".join(
+        f"{m} {before[m]['median_abs_pct']:.0f}% -> {after[m]['median_abs_pct']:.0f}%"
+        for m in after
+        if m in before
+    )
+
+
+def describe_user_fit(result: Calibration, rows: pd.DataFrame, as_of: str) -> tuple[str, str]:
+    """The `source` and `notes` of a profile fitted by `planner calibrate`."""
+    report, rep = result.report, result.report["default"]
+    ids = [str(i) for i in report["row_ids"]]
+    engines = ", ".join(f"{k} {v}" for k, v in sorted(rows["engine"].value_counts().items()))
+    source = (
+        f"Fitted {as_of or 'on an unknown date'} by `planner calibrate` from the "
+        f"'{result.base.id}' profile on {len(ids)} rows of {', '.join(result.inputs) or 'input'}"
+        f" (engines: {engines}; row_id {', '.join(ids[:40])}{' ...' if len(ids) > 40 else ''}). "
+        "Least squares on log(predicted/measured) of every measured TPOT, TTFT, throughput and "
+        "end-to-end latency, rows weighted 1/sqrt(rows of their source), constants bounded "
+        "(eta 0.3-1, allreduce 1-100 us, overheads 0-20 ms)."
+    )
+    notes = [
+        f"Fitted (+/- 1 sigma from the Jacobian of the log residuals): "
+        f"{_fmt_constants(result.profile.default, rep.get('sd', {}), rep['fitted'])}; "
+        f"rms log error {rep.get('rms_log_before', math.nan):.3f} -> "
+        f"{rep.get('rms_log_after', math.nan):.3f}; median abs error {_error_change(result)}."
+    ]
+    if rep["not_identified"]:
+        notes.append(
+            f"Not identified by these rows (kept at the '{result.base.id}' value): "
+            f"{', '.join(rep['not_identified'])}."
+        )
+    if rep.get("at_bound"):
+        notes.append(f"At a bound: {', '.join(rep['at_bound'])}.")
+    weak = [f"{n} ({result.seen_by[n]})" for n in rep["fitted"] if result.seen_by[n] < 3]
+    if weak:
+        notes.append(f"Seen by fewer than 3 rows (fitted to their noise): {', '.join(weak)}.")
+    kept = [n for n in EFF_FIELDS if n not in rep["fitted"] and n not in rep["not_identified"]]
+    notes.append(f"Not fitted (the '{result.base.id}' values): {', '.join(kept)}.")
+    if result.base.families:
+        notes.append(
+            f"The base profile's GPU-family overrides ({', '.join(sorted(result.base.families))}) "
+            "are dropped: the fitted default applies to every GPU."
+        )
+    if rows["scenario_kind"].isin(SERVING_KINDS).any():
+        notes.append(WAVE_ASSUMPTION)
+    return source, " ".join(notes)
+
+
+def overall_errors(table: pd.DataFrame) -> dict[str, dict]:
+    """metric -> n, median_abs_pct, p90_abs_pct of an error_table's by='all' rows."""
+    part = table[table["by"] == "all"]
+    return {
+        r["metric"]: {
+            "n": int(r["n"]),
+            "median_abs_pct": float(r["median_abs_pct"]),
+            "p90_abs_pct": float(r["p90_abs_pct"]),
+        }
+        for _, r in part.iterrows()
+    }
+
+
+def calibration_header(result: Calibration) -> str:
+    """The comment block of a profile written by `planner calibrate`."""
+    p = result.profile
+    lines = [
+        f"{p.id}: efficiency constants of the performance model (docs: MODEL.md), fitted by",
+        f"`planner calibrate` on {p.as_of} from the '{result.base.id}' profile on "
+        f"{len(result.report['row_ids'])} measured rows of:",
+        *[f"  {name}" for name in result.inputs],
+        "Least squares on the log error (planner.calibration.calibrate); the constants with",
+        "their 1-sigma and the error before/after are in `notes`. Refit rather than edit:",
+        f"planner calibrate INPUT... --base {result.base.id} --id {p.id} --force",
+    ]
+    return "\n".join(lines)
+
+
+def calibration_dict(result: Calibration, output: str | None = None) -> dict:
+    """`planner calibrate --json`: constants, uncertainty, errors, the profile document."""
+    rep = result.report["default"]
+    constants = {}
+    for name in result.params:
+        constants[name] = {
+            "base": getattr(result.base.default, name),
+            "value": getattr(result.profile.default, name),
+            "sigma": rep.get("sd", {}).get(name),
+            "at_bound": name in rep.get("at_bound", []),
+            "fitted": name in rep["fitted"],
+            "rows_seeing": result.seen_by.get(name, 0),
+        }
+    before, after = overall_errors(result.before), overall_errors(result.after)
+    return {
+        "id": result.profile.id,
+        "base": result.base.id,
+        "output": output,
+        "inputs": list(result.inputs),
+        "rows": len(result.report["row_ids"]),
+        "row_ids": [int(i) for i in result.report["row_ids"]],
+        "constants": constants,
+        "not_identified": rep["not_identified"],
+        "measured_values": rep["residuals"],
+        "rms_log_before": rep.get("rms_log_before"),
+        "rms_log_after": rep.get("rms_log_after"),
+        "errors": {m: {"before": before.get(m), "after": after[m]} for m in after},
+        "profile": profile_document(result.profile),
+    }
+
+
+# ---- text -------------------------------------------------------------------------------
+
+
+def _num_text(x: float) -> str:
+    if x is None or not math.isfinite(x):
+        return "-"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.1f}" if abs(x) >= 10 else f"{x:.2f}"
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str = "l") -> str:
+    """Columns padded to their widest cell; `align` says l(eft) or r(ight) per column, the
+    last letter repeating for the columns beyond it."""
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+    align = align + align[-1] * len(widths)
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            str(c).ljust(w) if align[i] == "l" else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(headers), *(line(r) for r in rows)])
+
+
+_METRIC_HEADERS = {
+    "tpot": "TPOT ms",
+    "ttft": "TTFT ms",
+    "throughput": "output tok/s",
+    "e2e": "E2E ms",
+}
+
+
+def _metric_cell(rec: dict, metric: str) -> str:
+    m = rec["metrics"].get(metric)
+    if m is None:
+        return "-"
+    return f"{_num_text(m['measured'])} / {_num_text(m['predicted'])} {m['error_pct']:+.0f}%"
+
+
+def _row_lines(result: dict) -> list[str]:
+    metrics = [m for m in METRICS if any(m in r["metrics"] for r in result["rows"])]
+    headers = ["row", "engine", "profile", "model", "gpu", "quant", "kv", "tp", "B", "in", "out"]
+    rows = [
+        [
+            str(r["row_id"]),
+            r["engine"],
+            r["profile"],
+            r["model"],
+            r["gpu"],
+            r["quant"],
+            r["kv_dtype"],
+            str(r["tp"]),
+            f"{r['batch']:g}",
+            f"{r['input_len']:.0f}",
+            f"{r['output_len']:.0f}",
+            *(_metric_cell(r, m) for m in metrics),
+        ]
+        for r in result["rows"]
+    ]
+    headers += [f"{_METRIC_HEADERS[m]} (meas / pred err)" for m in metrics]
+    return [text_table(headers, rows, "lllllllr")]
+
+
+def _summary_lines(summary: list[dict]) -> list[str]:
+    out = []
+    for by, title in (("all", "overall"), ("gpu", "per GPU"), ("source", "per source")):
+        part = [s for s in summary if s["by"] == by]
+        if not part:
+            continue
+        rows = [
+            [
+                s["group"],
+                s["metric"],
+                str(s["n"]),
+                f"{s['median_abs_pct']:.0f}%",
+                f"{s['p90_abs_pct']:.0f}%",
+                f"{s['median_signed_pct']:+.0f}%",
+            ]
+            for s in part
+        ]
+        out += ["", f"Absolute % error, {title}:"]
+        out.append(
+            text_table(["group", "metric", "n", "median", "p90", "median signed"], rows, "llr")
+        )
+    return out
+
+
+def render_validation(result: dict) -> str:
+    """`planner validate`: the rows, then the error per metric overall, per GPU, per source."""
+    c = result["counts"]
+    profiles = ", ".join(f"{k} -> {v}" for k, v in sorted(result["profiles"].items()))
+    lines = [
+        f"{c['compared']} of {c['rows']} rows compared with the model (profiles: {profiles}); "
+        "error = predicted / measured - 1",
+        "",
+        *_row_lines(result),
+        *_summary_lines(result["summary"]),
+    ]
+    if result["skipped"]:
+        lines += ["", f"Skipped ({len(result['skipped'])} rows):"]
+        by_reason: dict[str, list[str]] = {}
+        for s in result["skipped"]:
+            by_reason.setdefault(s["reason"], []).append(str(s["row_id"]))
+        lines += [f"  - {reason}: rows {', '.join(ids)}" for reason, ids in by_reason.items()]
+    return "\n".join(lines) + "\n"
+
+
+def render_calibration(result: Calibration, output: str | None) -> str:
+    """`planner calibrate`: the fitted constants with 1-sigma, the error before and after."""
+    rep = result.report["default"]
+    p = result.profile
+    rows = []
+    for name in result.params:
+        sd = rep.get("sd", {}).get(name)
+        rows.append(
+            [
+                name,
+                f"{getattr(result.base.default, name):.4g}",
+                f"{getattr(p.default, name):.4g}",
+                "-" if sd is None else f"{sd:.2g}",
+                str(result.seen_by.get(name, 0)),
+                _constant_note(name, rep, result.seen_by.get(name, 0)),
+            ]
+        )
+    inputs = list(result.inputs)
+    shown = ", ".join(inputs) if len(inputs) <= 3 else f"{len(inputs)} inputs ({inputs[0]}, ...)"
+    lines = [
+        f"Profile '{p.id}' fitted from '{result.base.id}' on {len(result.report['row_ids'])} "
+        f"rows of {shown}",
+        "",
+        text_table(["constant", "base", "fitted", "+/- 1 sigma", "rows", "note"], rows, "lrrrrl"),
+    ]
+    if rep["residuals"] <= len(rep["fitted"]):
+        lines.append(
+            f"({rep['residuals']} measured values for {len(rep['fitted'])} constants: an exact "
+            "fit, the 1-sigma values mean nothing)"
+        )
+    lines += [
+        "",
+        f"rms log error {rep.get('rms_log_before', math.nan):.3f} -> "
+        f"{rep.get('rms_log_after', math.nan):.3f}",
+        "",
+        _error_table_text(result),
+    ]
+    if output:
+        lines += ["", f"Wrote {output}"]
+    return "\n".join(lines) + "\n"
+
+
+def _constant_note(name: str, rep: dict, seen_by: int) -> str:
+    if name not in rep["fitted"]:
+        return "held: no row depends on it"
+    notes = ["at bound"] if name in rep.get("at_bound", []) else []
+    lo, hi = BOUNDS[name]
+    if rep.get("sd", {}).get(name, 0.0) > 0.5 * (hi - lo):
+        notes.append("undetermined: 1-sigma > half its range")
+    if seen_by < 3:
+        notes.append(f"weak: seen by {seen_by} row(s) only")
+    return "; ".join(notes)
+
+
+def _error_table_text(result: Calibration) -> str:
+    before, after = overall_errors(result.before), overall_errors(result.after)
+    rows = []
+    for m, a in after.items():
+        b = before.get(m, {"median_abs_pct": math.nan, "p90_abs_pct": math.nan})
+        rows.append(
+            [
+                m,
+                str(a["n"]),
+                f"{b['median_abs_pct']:.1f}%",
+                f"{b['p90_abs_pct']:.1f}%",
+                f"{a['median_abs_pct']:.1f}%",
+                f"{a['p90_abs_pct']:.1f}%",
+            ]
+        )
+    headers = ["metric", "n", "before median", "before p90", "after median", "after p90"]
+    return "Absolute % error on these rows:\n" + text_table(headers, rows, "lr")

@@ -94,19 +94,24 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
     sc, catalog = load_scenario(scenario, _catalog(ctx))
     sc = _solver_overrides(sc, solver, time_limit)
     result = make_plan(sc, catalog)
-    written = None
+    analysis = None
+    written, charts = None, []
+    default_book = EXPORTS_DIR / f"{Path(scenario).stem}.xlsx"
+    if not no_export or plot:
+        from planner.buildvsbuy import analyse
+
+        analysis = analyse(result, sc.solver.backend)
     if not no_export:
         from planner.export import write_workbook
 
-        target = Path(output) if output else EXPORTS_DIR / f"{Path(scenario).stem}.xlsx"
+        target = Path(output) if output else default_book
         if output is None:
             target.parent.mkdir(parents=True, exist_ok=True)
-        written = write_workbook(result, target)
-    charts = (
-        _write_plots(result, written or EXPORTS_DIR / f"{Path(scenario).stem}.xlsx")
-        if (plot)
-        else []
-    )
+        written = write_workbook(
+            result, target, comparisons=analysis.comparisons, curves=analysis.curves
+        )
+    if plot:
+        charts = _write_plots(result, analysis, written or Path(output or default_book))
     if as_json:
         click.echo(to_json(plan_dict(result)), nl=False)
     else:
@@ -117,24 +122,24 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
             click.echo(f"Chart: {chart}")
 
 
-def _write_plots(result, workbook: Path) -> list[Path]:
+def _write_plots(result, analysis, workbook: Path) -> list[Path]:
     """PNG charts next to the workbook: frontier, demand and fleet, break-even."""
     from planner import plots
-    from planner.buildvsbuy import cost_curves
 
-    workbook.parent.mkdir(parents=True, exist_ok=True) if workbook.parent == EXPORTS_DIR else None
+    if workbook.parent == EXPORTS_DIR:
+        workbook.parent.mkdir(parents=True, exist_ok=True)
     stem = workbook.with_suffix("")
     out = [plots.frontier(result, Path(f"{stem}-frontier.png"))]
     if result.over_time is not None:
         out.append(plots.demand_and_fleet(result, Path(f"{stem}-demand.png")))
-    if result.cheapest_api is not None:
-        volume, own, api = cost_curves(
-            result.problem, result, result.cheapest_api, result.average_demand_factor
-        )
-        label = f"{result.cheapest_api.provider} {result.cheapest_api.provider_model_id}"
+    if analysis.curves is not None:
+        best = result.api_quotes[0]
         out.append(
             plots.break_even(
-                volume, own, api, label, result.total_requests_per_s, Path(f"{stem}-break-even.png")
+                *analysis.curves,
+                f"{best.provider} {best.provider_model_id}",
+                result.total_requests_per_s,
+                Path(f"{stem}-break-even.png"),
             )
         )
     return out
@@ -168,30 +173,25 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
 
     Example: planner compare scenarios/build-vs-api.yaml
     """
-    from planner.buildvsbuy import compare as run_compare
-    from planner.buildvsbuy import cost_curves
+    from planner.buildvsbuy import analyse
     from planner.pipeline import plan as make_plan
     from planner.report import compare_dict, render_compare, to_json
     from planner.scenarios import load_scenario
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
     result = make_plan(sc, catalog)
-    rows = run_compare(result, result.problem, result.average_demand_factor)
-    chart = None
-    if rows and not no_plot:
+    analysis = analyse(result, sc.solver.backend)
+    rows, chart = analysis.comparisons, None
+    if analysis.curves is not None and not no_plot:
         from planner import plots
 
-        target = (
-            Path(plot_path) if plot_path else EXPORTS_DIR / f"{Path(scenario).stem}-break-even.png"
-        )
+        default = EXPORTS_DIR / f"{Path(scenario).stem}-break-even.png"
+        target = Path(plot_path) if plot_path else default
         if plot_path is None:
             target.parent.mkdir(parents=True, exist_ok=True)
         best = rows[0].quote
-        volume, own, api = cost_curves(result.problem, result, best, result.average_demand_factor)
         chart = plots.break_even(
-            volume,
-            own,
-            api,
+            *analysis.curves,
             f"{best.provider} {best.provider_model_id}",
             result.total_requests_per_s,
             target,
@@ -338,6 +338,200 @@ def import_model(ctx, config, model_id, output, force) -> None:
         f"Wrote {target}: {entry.params_total / 1e9:.2f}B parameters "
         f"({entry.params_active / 1e9:.2f}B active), {entry.num_hidden_layers} layers"
     )
+
+
+# ---- planner validate / planner calibrate: your own measurements ------------------------
+
+
+def _identity_options(func):
+    """The deployment a vLLM benchmark JSON measured (CSV rows carry their own)."""
+    options = [
+        click.option("--model", default=None, help="Model id (JSON inputs), e.g. llama-3.1-8b."),
+        click.option("--gpu", default=None, help="GPU id (JSON inputs), e.g. h100-sxm."),
+        click.option("--tp", type=int, default=None, help="Tensor-parallel degree (JSON inputs)."),
+        click.option("--quant", default=None, help="Quantization id (JSON inputs), e.g. bf16."),
+        click.option(
+            "--kv-dtype",
+            type=click.Choice(["bf16", "fp16", "fp8"]),
+            default=None,
+            help="KV-cache dtype (default: the quantization's default).",
+        ),
+        click.option(
+            "--input-len",
+            type=float,
+            default=None,
+            help="Prompt tokens (default: total_input_tokens / completed).",
+        ),
+        click.option(
+            "--output-len",
+            type=float,
+            default=None,
+            help="Output tokens (default: total_output_tokens / completed).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _read_inputs(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len):
+    from planner.calibration import Identity, read_measurements
+
+    catalog = _catalog(ctx)
+    identity = Identity(model, gpu, tp, quant, kv_dtype, input_len, output_len)
+    return read_measurements(inputs, catalog, identity), catalog
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@_identity_options
+@click.option(
+    "--engine",
+    default=None,
+    help="Engine profile for every row (default: each row's engine's own profile where the "
+    "catalog has one, else vllm).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def validate(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len, engine, as_json):
+    """Compare measurements with the model's predictions, row by row and per metric.
+
+    INPUT is a CSV in the format of data/calibration/measured_public.csv or the JSON of
+    `vllm bench serve --save-result` (then --model, --gpu, --tp and --quant say what ran).
+
+    Example: planner validate data/calibration/measured_public.csv
+    """
+    from planner.calibration import render_validation, validation
+    from planner.report import to_json
+
+    rows, catalog = _read_inputs(
+        ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
+    )
+    result = validation(rows, catalog, engine)
+    click.echo(to_json(result) if as_json else render_validation(result), nl=False)
+
+
+@cli.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@_identity_options
+@click.option("--base", default="vllm", show_default=True, help="Engine profile to start from.")
+@click.option(
+    "--id", "profile_id", default=None, help="New profile id (default: <base>-calibrated)."
+)
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Where to write the YAML (default: <catalog>/engines/<id>.yaml; - for stdout).",
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@click.option(
+    "--params",
+    default=None,
+    help="Comma-separated constants to fit (default: eta_mem, eta_compute_decode, "
+    "eta_compute_prefill, allreduce_latency_us, step_overhead_ms, prefill_overhead_ms).",
+)
+@click.option(
+    "--only-engine",
+    multiple=True,
+    help="Fit only rows of this engine (vllm, sglang, trtllm, llamacpp, ...); repeatable.",
+)
+@click.option("--starts", type=int, default=3, show_default=True, help="Fit starting points.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def calibrate(
+    ctx,
+    inputs,
+    model,
+    gpu,
+    tp,
+    quant,
+    kv_dtype,
+    input_len,
+    output_len,
+    base,
+    profile_id,
+    output,
+    force,
+    params,
+    only_engine,
+    starts,
+    as_json,
+) -> None:
+    """Fit an engine profile's efficiency constants to measurements; write a new profile.
+
+    Least squares on the log error; prints the constants with their 1-sigma and the error
+    before and after. Inputs as for `planner validate`.
+
+    Example: planner calibrate results/*.json --model llama-3.1-8b --gpu h100-sxm --tp 1
+    --quant bf16 --id vllm-h100
+    """
+    import datetime as dt
+
+    from planner import calibration as cal
+    from planner.catalog import catalog_dir
+    from planner.report import to_json
+    from planner.writing import write_text_atomic
+
+    if output == "-" and as_json:
+        raise InputError("-o - and --json both print to stdout: choose one")
+    if starts < 1:
+        raise InputError(f"--starts: must be a positive integer, got {starts}")
+    profile_id, target = _profile_target(ctx, base, profile_id, output, force, catalog_dir)
+    rows, catalog = _read_inputs(
+        ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
+    )
+    fit_params = [p.strip() for p in params.split(",") if p.strip()] if params else cal.FIT_PARAMS
+    result = cal.calibrate(
+        rows,
+        catalog,
+        base,
+        profile_id,
+        fit_params,
+        only_engine,
+        starts,
+        dt.date.today().isoformat(),
+        [str(p) for p in inputs],
+    )
+    text = cal.profile_yaml(result.profile, cal.calibration_header(result))
+    if target is None:
+        click.echo(text, nl=False)
+        click.echo(cal.render_calibration(result, None), err=True, nl=False)
+        return
+    write_text_atomic(target, text)
+    if as_json:
+        click.echo(to_json(cal.calibration_dict(result, str(target))), nl=False)
+    else:
+        click.echo(cal.render_calibration(result, str(target)), nl=False)
+
+
+def _profile_target(ctx, base, profile_id, output, force, catalog_dir):
+    """The new profile's id and file (None for stdout): the file name must be the id."""
+    import re
+
+    if output and output != "-":
+        stem = Path(output).stem
+        if profile_id and profile_id != stem:
+            raise InputError(
+                f"-o {output}: the file name must be the profile id ({profile_id}.yaml): "
+                "the catalog loads engines/<id>.yaml"
+            )
+        profile_id = profile_id or stem
+    profile_id = profile_id or f"{base}-calibrated"
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", profile_id):
+        raise InputError(
+            f"--id: '{profile_id}' is not a profile id (lower-case letters, digits, . _ -)"
+        )
+    if output == "-":
+        return profile_id, None
+    target = (
+        Path(output)
+        if output
+        else catalog_dir(ctx.obj.get("catalog_dir")) / "engines" / f"{profile_id}.yaml"
+    )
+    if target.exists() and not force:
+        raise InputError(f"{target} exists; pass --force to overwrite or --id to rename")
+    return profile_id, target
 
 
 def main() -> None:

@@ -1,6 +1,8 @@
 """Excel export: a Plan as a workbook a finance team can use as it is.
 
-`write_workbook(plan, path)` writes five sheets, in this order:
+`write_workbook(plan, path)` writes these sheets, in this order (`SHEETS`): Summary, Fleet,
+Monthly and Periods (only when `plan.over_time` is set), Candidates, Build vs API, Charts
+(when there is anything to chart), Assumptions. `BASE_SHEETS` are always there.
 
 Summary
     Column A the item, B the value (a live formula wherever the figure can be
@@ -28,7 +30,8 @@ Summary
     B19 saving of the mix, $/month       =B18-B12
     B20 saving of the mix, %             =B19/B18
     B21 cheapest API (at planner prices) text "provider / model id"
-    B22 cheapest API, $/month            =MIN('Build vs API' API $/month column)
+    B22 cheapest API, $/month            =MIN('Build vs API' API $/month column) (at
+                                         the average demand with a plan over time)
     B23 self-host saving vs API, $/month =B22-B12
     A25 "Notes", then one planner note per row from A26 (text in B)
     ==  ===============================  ==================================================
@@ -46,6 +49,30 @@ Fleet
     S SLA TTFT ms (tightest served class), T per-class detail, U price provider.
     The Total row sums F, G, I, J, K, L, M, N.
 
+Monthly (plan over time)
+    Row 1 header, one row per month from row 2 (`MONTHLY_COLUMNS`): A month, B avg req/s,
+    C output tokens (row 2 the planner's numbers; later rows =$B$2*(1+growth)^(A-1) and
+    =$C$2*(1+growth)^(A-1)), D reserved $ and E owned $
+    (=SUMPRODUCT(held GPUs, held $/GPU-h)*hours_per_month over the held table below),
+    F on-demand $ and G spot $ (=SUM of the month's block on Periods / months in block),
+    H total $ (=SUM(D:G)), I $ per 1K output tokens (=H/C*1000), J planner total $ and
+    K planner $ per 1K (numbers). Row n+2 "Total": C..H summed, I =H/C*1000, J, K.
+    Rows n+4..n+7: all on-demand and all reserved for the busiest period's peak as
+    horizon totals in H (planner numbers at the planner's prices), each followed by the
+    saving of this plan (=that - H<total>, % in I, planner figure in J). Row n+9 the
+    "held for the whole horizon" title, row n+10 its header, then one row per GPU type:
+    A GPU, B reserved GPUs, C =price_reserved_<gpu>, D owned GPUs, E =price_owned_<gpu>.
+    Notes below (GPU counts stay as planned when growth is edited), a stacked column
+    chart of D:G by month at M2; frozen at B2.
+
+Periods (plan over time)
+    Row 1 header, one row per (block of months, demand slot) of `TimePlan.periods`:
+    A period, B months ("4-6"), C first month, D months in block, E slot, F share of the
+    hours, G hours (=F*hours_per_month*D), then demand per class req/s, then per GPU type
+    its reserved, owned, on-demand, spot and in-use GPUs, then reserved $, owned $,
+    on-demand $, spot $ (each =(GPUs x named tier price summed over GPU types)*G), total $
+    (=SUM of the four) and planner $ (number). Frozen at C2.
+
 Candidates
     Row 1 header, one row per `plan.candidates` row (`CANDIDATE_COLUMNS`), autofilter over
     the whole table, header frozen. NaN/inf cells are left empty.
@@ -53,9 +80,20 @@ Candidates
 Build vs API
     Row 1 header; row 2 the self-hosted fleet (formulas to the Fleet totals); from row 3
     one row per API quote: A provider, B model id, C $/1M input, D $/1M output,
-    E $/h (=(Summary!B9*C+Summary!B10*D)*3600/1e6), F $/month (=E*hours_per_month),
+    E $/h (=(Summary!B9*C+Summary!B10*D)*3600/1e6), F $/month (=E*hours_per_month, and
+    *average_demand_factor with a plan over time: an API bills the traffic served),
     G $ per 1K output tokens, H planner $/month (number), I self-host saving $/month
-    (=F-$F$2), J source, K as of.
+    (=F-$F$2), J source, K as of, L break-even peak req/s and M break-even tokens/month
+    (numbers from `buildvsbuy.compare`; empty where self-hosting never wins). Notes
+    below the table.
+
+Charts (no formulas: planner figures at the planner's prices)
+    A scatter of $ per 1K output tokens vs TPOT of the SLA-feasible candidates (one
+    series per GPU, log y, the cost-vs-TPOT frontier per class as a line) at A2, and
+    self-hosted fleet vs cheapest API $/month against peak req/s (log-log,
+    `buildvsbuy.cost_curves`, the plan itself as a point) below it. Their tables start at
+    row `CHART_TABLE_ROW`: candidates A:G (at most `MAX_CHART_POINTS`, sampled evenly
+    along TPOT, grouped by GPU), frontier I:K, curves M:O, this plan Q:R.
 
 Assumptions
     A1:B1 legend (shaded rows are assumptions), A2:B2 how to edit, row 3 header, table
@@ -63,15 +101,27 @@ Assumptions
     named cell. The first data row is hours per month (730); target utilisation and every
     GPU price the fleet or the single-GPU plan uses have workbook-level defined names:
     `hours_per_month`, `utilisation`, `price_<gpu id>` (non-alphanumerics -> "_").
-    Editing a price or hours_per_month there recomputes every cost; editing utilisation
-    or demand does not re-plan (replica counts and latencies are the planner's).
+    With a plan over time every tier price of `TimePlan.prices` has its own named row:
+    `price_<gpu>` (on demand; the fleet's own cell when the price is the same, else
+    `price_on_demand_<gpu>`), `price_reserved_<gpu>`, `price_spot_<gpu>`,
+    `price_owned_<gpu>` (one hourly figure: the Plan does not carry the scenario's
+    purchase, amortisation, power and hosting inputs), plus `growth` (per month, as the
+    monthly demand implies) and `average_demand_factor` (mean of the demand profile).
+    Editing a price, hours_per_month or growth there recomputes every cost; editing
+    utilisation or demand does not re-plan (replica counts and latencies are the
+    planner's, and so are the GPU counts over time).
 
 openpyxl stores formulas without computed values, so every formula cell that carries a
 planner figure has that figure beside it as a number (Summary column C, Fleet column K,
-Build vs API column H), and `read_back(path)` re-evaluates the workbook's formulas in
-Python (from the workbook's own, possibly edited, input cells) for tests and checks.
+Build vs API column H, Monthly columns J:K, Periods' last column), and `read_back(path)`
+re-evaluates the workbook's formulas in Python (from the workbook's own, possibly edited,
+input cells) for tests and checks; tests/test_workbook_recalc.py checks them against
+LibreOffice.
 
-The write is atomic: a temporary file in the target's folder, then `os.replace`.
+The break-even volumes and cost curves re-solve the fleet MIP at many volumes (0.3-2.5 s
+for the shipped scenarios); `write_workbook` runs them unless the caller passes
+`comparisons=` and `curves=`. The write is atomic: a temporary file in the target's
+folder, then `os.replace`.
 """
 
 from __future__ import annotations
@@ -92,6 +142,8 @@ import numpy as np
 import pandas as pd
 from openpyxl import Workbook, load_workbook
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
+from openpyxl.chart import BarChart, Reference, ScatterChart, Series
+from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.styles import Font, PatternFill
 from openpyxl.utils import column_index_from_string as col_index
@@ -99,7 +151,7 @@ from openpyxl.utils import get_column_letter, quote_sheetname
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.errors import InputError
+from planner.errors import InputError, SolverError
 from planner.schema.plan import Deployment, FleetSummary, Plan
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 
@@ -246,8 +298,21 @@ ASSUMPTIONS_HEADER_ROW = 3
 # ---------------------------------------------------------------- public API
 
 
-def write_workbook(plan: Plan, path: str | Path) -> Path:
+def write_workbook(
+    plan: Plan,
+    path: str | Path,
+    *,
+    comparisons: Sequence[Any] | None = None,
+    curves: Sequence[np.ndarray] | None = None,
+) -> Path:
     """Write `plan` to an .xlsx workbook at `path`, atomically; returns the path.
+
+    `comparisons` (`buildvsbuy.compare(plan, plan.problem, plan.average_demand_factor)`)
+    and `curves` (`buildvsbuy.cost_curves(plan.problem, plan, plan.cheapest_api,
+    plan.average_demand_factor)`) are computed here when not given and the plan carries
+    its fleet problem and API quotes; they re-solve the fleet MIP at many volumes and take
+    most of the time (0.3-2.5 s), so a caller that has them should pass them. Pass `[]`
+    and `()` to leave the break-even columns and chart out.
 
     Raises InputError when the folder is missing or not writable, or the target cannot be
     replaced; on any failure an existing file at `path` is left untouched.
@@ -268,7 +333,7 @@ def write_workbook(plan: Plan, path: str | Path) -> Path:
     tmp = Path(handle.name)
     try:
         with handle:
-            _write_xlsx(plan, handle)
+            _write_xlsx(plan, handle, _analysis(plan, comparisons, curves))
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
@@ -293,8 +358,8 @@ def read_back(path: str | Path) -> dict[str, Any]:
     Returns every formula cell as "Sheet!A1" -> value, plus each `SUMMARY_CELLS` key ->
     the value of that Summary cell (evaluated when it is a formula). Only the formula
     forms this module writes are understood: + - * / ^, SUM, SUMPRODUCT, MIN, MAX,
-    cell and range references and defined names. Candidates holds no formulas and is
-    not read, so this stays fast for large tables.
+    cell and range references (also to other sheets) and defined names. Candidates and
+    Charts hold no formulas and are not read, so this stays fast for large tables.
     """
     wb = load_workbook(path, read_only=True, data_only=False)
     try:
@@ -306,7 +371,7 @@ def read_back(path: str | Path) -> dict[str, Any]:
                 if getattr(c, "coordinate", None) and c.value is not None
             }
             for ws in wb.worksheets
-            if ws.title != CANDIDATES
+            if ws.title not in (CANDIDATES, CHARTS)
         }
         names = {name.lower(): dn.attr_text for name, dn in wb.defined_names.items()}
     finally:
@@ -351,9 +416,9 @@ def _file_mode(target: Path) -> int:
         return 0o666 & ~mask
 
 
-def _write_xlsx(plan: Plan, handle) -> None:
+def _write_xlsx(plan: Plan, handle, analysis: _Analysis) -> None:
     """Build the workbook with openpyxl, then stream the candidate rows into its XML."""
-    wb, cand = _build(plan)
+    wb, cand = _build(plan, analysis)
     buffer = io.BytesIO()
     wb.save(buffer)
     sheet_xml = cand.sheet.path.lstrip("/")
@@ -986,8 +1051,8 @@ def _write_summary(
 def _api_columns(plan: Plan) -> list[tuple[str, str | None]]:
     cols = list(API_COLUMNS)
     if plan.over_time is not None:
-        cols[5] = ("$/month at average demand", MONEY)
-        cols[7] = ("planner $/month at average demand", MONEY)
+        cols[5] = ("$/month (API at average demand)", MONEY)
+        cols[7] = ("planner $/month (API at average demand)", MONEY)
     return cols
 
 
@@ -1058,6 +1123,261 @@ def _write_build_vs_api(
         ws.cell(row=last + 2 + i, column=1, value="note")
         _put(ws, last + 2 + i, 2, note)
     return 3, last
+
+
+# ---------------------------------------------------------------- plan over time: Periods, Monthly
+
+PERIOD_TIERS = ("reserved", "owned", "on_demand", "spot")
+TIER_LABELS = {"reserved": "reserved", "owned": "owned", "on_demand": "on-demand", "spot": "spot"}
+PERIOD_COUNTS = ("reserved", "owned", "on_demand", "spot", "in_use")
+MONTHLY_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("month", "0"),
+    ("avg req/s", RATE),
+    ("output tokens", COUNT),
+    ("reserved $", MONEY),
+    ("owned $", MONEY),
+    ("on-demand $", MONEY),
+    ("spot $", MONEY),
+    ("total $", MONEY),
+    ("$ per 1K output tokens", MONEY_FINE),
+    ("planner total $", MONEY),
+    ("planner $ per 1K output tokens", MONEY_FINE),
+)
+HOURS_FMT = "#,##0.0"
+
+
+@dataclass(frozen=True)
+class _PeriodRefs:
+    """Where Monthly finds a month's block on the Periods sheet."""
+
+    blocks: dict[int, tuple[int, int]]  # month (from 1) -> first and last row of its block
+    months_col: str  # column of "months in block"
+    cost_cols: dict[str, str]  # tier -> column of that tier's $ in the period
+
+
+def _block(months: Any) -> tuple[int, int]:
+    """ "4-6" -> (4, 6); "7" -> (7, 7)."""
+    first, _, last = str(months).partition("-")
+    return int(first), int(last or first)
+
+
+def _tier_cost(tier: str, gpus: list[str], cols: dict, names: _Names, r: int) -> Any:
+    """=(GPUs x price summed over GPU types) x hours of the period, for one tier."""
+    terms = [f"{cols[g, tier]}{r}*{names.tier[tier, g]}" for g in gpus if (tier, g) in names.tier]
+    return f"=({'+'.join(terms)})*G{r}" if terms else 0
+
+
+def _period_headers(
+    classes: list[str], gpus: list[str]
+) -> tuple[list[str], list[str | None], dict[tuple[str, str], str], dict[str, str]]:
+    headers = [
+        "period",
+        "months",
+        "first month",
+        "months in block",
+        "slot",
+        "share of hours",
+        "hours",
+    ]
+    fmts: list[str | None] = ["0", None, "0", "0", "0", PERCENT, HOURS_FMT]
+    headers += [f"demand {c} req/s" for c in classes]
+    fmts += [RATE] * len(classes)
+    gpu_cols: dict[tuple[str, str], str] = {}
+    for g in gpus:
+        for kind in PERIOD_COUNTS:
+            gpu_cols[g, kind] = get_column_letter(len(headers) + 1)
+            headers.append(f"{g} {kind.replace('_', '-')}")
+            fmts.append(COUNT)
+    cost_cols: dict[str, str] = {}
+    for tier in PERIOD_TIERS:
+        cost_cols[tier] = get_column_letter(len(headers) + 1)
+        headers.append(f"{TIER_LABELS[tier]} $")
+        fmts.append(MONEY)
+    headers += ["total $", "planner $"]
+    fmts += [MONEY, MONEY]
+    return headers, fmts, gpu_cols, cost_cols
+
+
+def _write_periods(ws: Worksheet, plan: Plan, names: _Names) -> _PeriodRefs:
+    """One row per (block of months, demand slot): hours, demand, GPUs per tier, $ per tier."""
+    ot = plan.over_time
+    table = ot.periods
+    gpus = list(ot.solution.gpu_types)
+    classes = [c.name for c in plan.classes if f"demand_{c.name}_req_s" in table]
+    headers, fmts, gpu_cols, cost_cols = _period_headers(classes, gpus)
+    _header(ws, headers)
+    first_cost, last_cost = cost_cols[PERIOD_TIERS[0]], cost_cols[PERIOD_TIERS[-1]]
+    blocks: dict[int, tuple[int, int]] = {}
+    for p, row in enumerate(table.to_dict("records")):
+        r = p + 2
+        first, last = _block(row["months"])
+        months = last - first + 1
+        values = [
+            p + 1,
+            str(row["months"]),
+            first,
+            months,
+            int(row["slot"]),
+            float(row["hours"]) / (HOURS_PER_MONTH * months),
+            f"=F{r}*{HOURS_NAME}*D{r}",
+            *(row[f"demand_{c}_req_s"] for c in classes),
+            *(row.get(f"{g}_{kind}", 0) for g in gpus for kind in PERIOD_COUNTS),
+            *(_tier_cost(tier, gpus, gpu_cols, names, r) for tier in PERIOD_TIERS),
+            f"=SUM({first_cost}{r}:{last_cost}{r})",
+            row["cost_usd"],
+        ]
+        for j, v in enumerate(values):
+            _put(ws, r, j + 1, v, fmts[j])
+        for m in range(first, last + 1):
+            a, b = blocks.get(m, (r, r))
+            blocks[m] = (min(a, r), max(b, r))
+    ws.freeze_panes = "C2"
+    _fit_widths(ws)
+    return _PeriodRefs(blocks, "D", cost_cols)
+
+
+def _monthly_row(r: int, row: dict, names: _Names, refs: _PeriodRefs, held: tuple[int, int]):
+    m = int(row["month"])
+    periods = quote_sheetname(PERIODS)
+    a, b = refs.blocks[m]
+    h1, h2 = held
+
+    def block(tier: str) -> str:
+        col = refs.cost_cols[tier]
+        return f"=SUM({periods}!${col}${a}:${col}${b})/{periods}!${refs.months_col}${a}"
+
+    grow = names.growth is not None and r > 2
+    return [
+        m,
+        f"=$B$2*(1+{names.growth})^(A{r}-1)" if grow else row["avg_requests_per_s"],
+        f"=$C$2*(1+{names.growth})^(A{r}-1)" if grow else row["output_tokens"],
+        f"=SUMPRODUCT($B${h1}:$B${h2},$C${h1}:$C${h2})*{HOURS_NAME}",
+        f"=SUMPRODUCT($D${h1}:$D${h2},$E${h1}:$E${h2})*{HOURS_NAME}",
+        block("on_demand"),
+        block("spot"),
+        f"=SUM(D{r}:G{r})",
+        f"=H{r}/C{r}*{TOKENS_PER_1K:.0f}",
+        row["total_usd"],
+        row["cost_per_1k_output_tokens_usd"],
+    ]
+
+
+def _write_monthly(ws: Worksheet, plan: Plan, names: _Names, refs: _PeriodRefs) -> None:
+    """Month by month cost by tier as live formulas, totals, comparisons, held GPUs, chart."""
+    ot = plan.over_time
+    table = ot.monthly
+    gpus = list(ot.solution.gpu_types)
+    fmts = [fmt for _, fmt in MONTHLY_COLUMNS]
+    n = len(table)
+    total = n + 2
+    held_header = total + 8
+    held = (held_header + 1, held_header + len(gpus))
+    _header(ws, [label for label, _ in MONTHLY_COLUMNS])
+    for i, row in enumerate(table.to_dict("records")):
+        for j, v in enumerate(_monthly_row(i + 2, row, names, refs, held)):
+            _put(ws, i + 2, j + 1, v, fmts[j])
+    ws.cell(row=total, column=1, value="Total").font = BOLD
+    for col in "CDEFGH":
+        _put(ws, total, col_index(col), f"=SUM({col}2:{col}{n + 1})", fmts[col_index(col) - 1])
+    _put(ws, total, 9, f"=H{total}/C{total}*{TOKENS_PER_1K:.0f}", MONEY_FINE)
+    _put(ws, total, 10, float(table["total_usd"].sum()), MONEY)
+    _put(ws, total, 11, ot.cost_per_1k_output_tokens_usd, MONEY_FINE)
+    for cell in ws[total]:
+        cell.font = BOLD
+    labels = _monthly_comparisons(ws, ot, total)
+    _write_held(ws, ot, names, gpus, held_header)
+    ws.freeze_panes = "B2"
+    _fit_widths(ws)
+    ws.column_dimensions["A"].width = max(10, max((len(g) + 2 for g in gpus), default=0))
+    for r, label in labels:  # after the widths: labels run on over the empty cells
+        _put(ws, r, 1, label)
+    notes = [
+        "GPU counts are as planned: editing growth changes demand, output tokens and $ per "
+        "1K output tokens, not the GPUs or their cost; rerun planner to re-plan.",
+        "Each block of months is sized for its busiest month; a block's on-demand and spot "
+        "cost (Periods sheet) is split evenly over its months.",
+        *ot.notes,
+    ]
+    for i, note in enumerate(notes):
+        _put(ws, held[1] + 2 + i, 1, note)
+    _monthly_chart(ws, n)
+
+
+def _monthly_comparisons(ws: Worksheet, ot: Any, total: int) -> list[tuple[int, str]]:
+    """All on-demand and all reserved (planner figures) beside this plan's live total."""
+    od = ot.all_on_demand
+    od_cost = _finite(od.total_cost) if od is not None and od.status != "infeasible" else None
+    res_cost = _finite(ot.all_reserved_cost)
+    held = ", ".join(f"{n}x {g}" for g, n in ot.all_reserved_gpus.items()) or "none"
+    mixed = float(ot.solution.total_cost)
+    rows = [
+        (
+            "all on-demand (no reserved, owned or spot), horizon $: planner figure "
+            "at the planner's prices",
+            od_cost,
+        ),
+        (
+            f"all reserved for the busiest period's peak ({held}), horizon $: planner "
+            "figure at the planner's prices",
+            res_cost,
+        ),
+    ]
+    labels: list[tuple[int, str]] = []
+    for k, (label, cost) in enumerate(rows):
+        r = total + 2 + 2 * k
+        labels.append((r, label if cost is not None else f"{label} (n/a: no such plan)"))
+        _put(ws, r, 8, cost, MONEY)
+        labels.append((r + 1, f"saving of this plan vs {label.split(' (')[0]}"))
+        if cost is not None:
+            _put(ws, r + 1, 8, f"=H{r}-H{total}", MONEY)
+            _put(ws, r + 1, 9, f"=H{r + 1}/H{r}" if cost else None, PERCENT)
+            _put(ws, r + 1, 10, cost - mixed, MONEY)
+    return labels
+
+
+def _write_held(ws: Worksheet, ot: Any, names: _Names, gpus: list[str], header: int) -> None:
+    """GPUs held for the whole horizon (reserved, owned) with their named prices."""
+    ws.cell(row=header - 1, column=1, value="held for the whole horizon").font = BOLD
+    _header(
+        ws,
+        ["GPU", "reserved GPUs", "reserved $/GPU-h", "owned GPUs", "owned $/GPU-h"],
+        row=header,
+    )
+    for i, g in enumerate(gpus):
+        r = header + 1 + i
+        res, own = names.tier.get(("reserved", g)), names.tier.get(("owned", g))
+        values = [
+            g,
+            int(ot.solution.reserved.get(g, 0)),
+            f"={res}" if res else None,
+            int(ot.solution.owned.get(g, 0)),
+            f"={own}" if own else None,
+        ]
+        for j, (v, fmt) in enumerate(
+            zip(values, [None, COUNT, UNIT_PRICE, COUNT, UNIT_PRICE], strict=True)
+        ):
+            _put(ws, r, j + 1, v, fmt)
+
+
+def _monthly_chart(ws: Worksheet, n: int) -> None:
+    chart = BarChart()
+    chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
+    chart.title = "Monthly cost by tier"
+    chart.y_axis.title, chart.x_axis.title = "$ per month", "month"
+    chart.y_axis.numFmt = '"$"#,##0'
+    chart.add_data(
+        Reference(ws, min_col=4, max_col=7, min_row=1, max_row=n + 1), titles_from_data=True
+    )
+    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n + 1))
+    _show_axes(chart)
+    chart.width, chart.height = 18, 9
+    ws.add_chart(chart, "M2")
+
+
+def _show_axes(chart: Any) -> None:
+    """openpyxl 3.1 writes axes as deleted unless told otherwise."""
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
 
 
 # ---------------------------------------------------------------- Candidates
@@ -1166,21 +1486,291 @@ def _xml_value(value: Any) -> str:
     return f' t="inlineStr"><is><t xml:space="preserve">{escape(value)}</t></is></c>'
 
 
+# ---------------------------------------------------------------- Charts
+
+MAX_CHART_POINTS = 2000
+CHART_TABLE_ROW = 42  # the charts sit above, the tables they plot start here
+CHART_POINT_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
+    ("class", "class", None),
+    ("gpu", "GPU", None),
+    ("tp", "TP", "0"),
+    ("quant", "quant", None),
+    ("batch", "batch", COUNT),
+    ("tpot_ms", "TPOT ms", MS),
+    ("cost_per_1k_output_tokens_usd", "$ per 1K output tokens", MONEY_FINE),
+)
+
+
+@dataclass(frozen=True)
+class _Analysis:
+    """What the workbook shows beyond the Plan: break-even volumes and cost curves."""
+
+    comparisons: dict[Any, Any]  # ApiQuote -> buildvsbuy.Comparison
+    curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    notes: tuple[str, ...] = ()
+
+
+def _analysis(plan: Plan, comparisons: Sequence[Any] | None, curves: Any) -> _Analysis:
+    """Run buildvsbuy.compare and cost_curves unless given (MIP solves: the slow part)."""
+    notes: list[str] = []
+    solvable = plan.problem is not None and bool(plan.api_quotes)
+    if comparisons is None or curves is None:
+        import planner.buildvsbuy as buildvsbuy  # imports the MIP solver: only when needed
+    if comparisons is None and solvable:
+        try:
+            comparisons = buildvsbuy.compare(plan, plan.problem, plan.average_demand_factor)
+        except SolverError as err:
+            comparisons = []
+            notes.append(f"break-even volumes not computed: {err.message}")
+    if curves is None and solvable and plan.cheapest_api is not None:
+        try:
+            curves = buildvsbuy.cost_curves(
+                plan.problem, plan, plan.cheapest_api, plan.average_demand_factor
+            )
+        except SolverError as err:
+            curves = None
+            notes.append(f"self-host vs API chart not drawn: {err.message}")
+    curves = tuple(np.asarray(c, float) for c in curves) if curves is not None else ()
+    return _Analysis(
+        {c.quote: c for c in comparisons or ()},
+        curves if len(curves) == 3 and len(curves[0]) else None,
+        tuple(notes),
+    )
+
+
+def _feasible_points(plan: Plan) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """SLA-feasible candidates with a finite TPOT and cost (sampled along TPOT down to
+    MAX_CHART_POINTS, sorted by GPU then TPOT) and each class's cost-vs-TPOT frontier."""
+    cols = [name for name, _, _ in CHART_POINT_COLUMNS]
+    empty = pd.DataFrame(columns=cols)
+    table = plan.candidates
+    need = {"sla_ok", "gpu", "tpot_ms", "cost_per_1k_output_tokens_usd"}
+    if table is None or table.empty or not need <= set(table.columns):
+        return empty, empty
+    rows = table.reindex(columns=cols)[table["sla_ok"].eq(True).to_numpy()]
+    tpot = pd.to_numeric(rows["tpot_ms"], errors="coerce").to_numpy(float)
+    cost = pd.to_numeric(rows["cost_per_1k_output_tokens_usd"], errors="coerce").to_numpy(float)
+    rows = rows[np.isfinite(tpot) & np.isfinite(cost)].copy()
+    rows["class"] = rows["class"].fillna("").astype(str)
+    rows = rows.sort_values(["tpot_ms", "cost_per_1k_output_tokens_usd"], kind="stable")
+    frontier = rows[
+        rows["cost_per_1k_output_tokens_usd"]
+        < rows.groupby("class")["cost_per_1k_output_tokens_usd"]
+        .cummin()
+        .groupby(rows["class"])
+        .shift(fill_value=np.inf)
+    ]
+    if len(rows) > MAX_CHART_POINTS:
+        keep = np.unique(np.linspace(0, len(rows) - 1, MAX_CHART_POINTS).round().astype(int))
+        rows = rows.iloc[keep]
+    rows = rows.sort_values(["gpu", "tpot_ms"], kind="stable")
+    frontier = frontier.sort_values(["class", "tpot_ms"], kind="stable")
+    return rows.reset_index(drop=True), frontier.reset_index(drop=True)
+
+
+def _put_table(
+    ws: Worksheet, row: int, column: int, title: str, headers: Sequence[str], data, fmts
+) -> tuple[int, int, str]:
+    """Header at row+1, then `data` rows (tuples); returns the title's place, for the
+    caller to write after the column widths are set (titles run on over empty cells)."""
+    _header(ws, headers, row=row + 1, column=column)
+    for i, values in enumerate(data):
+        for j, (v, fmt) in enumerate(zip(values, fmts, strict=True)):
+            _put(ws, row + 2 + i, column + j, v, fmt)
+    return row, column, title
+
+
+PALETTE = (
+    "1F77B4", "FF7F0E", "2CA02C", "D62728", "9467BD",
+    "8C564B", "E377C2", "7F7F7F", "BCBD22", "17BECF",
+)  # fmt: skip
+
+
+def _scatter(title: str, x_title: str, y_title: str, y_fmt: str) -> ScatterChart:
+    chart = ScatterChart()
+    chart.title = title
+    chart.scatterStyle = "lineMarker"
+    chart.x_axis.title, chart.y_axis.title = x_title, y_title
+    chart.y_axis.numFmt = y_fmt
+    chart.width, chart.height = 22, 10
+    _show_axes(chart)
+    return chart
+
+
+def _series(
+    ws: Worksheet,
+    cols: tuple[int, int],
+    rows: tuple[int, int],
+    title: str,
+    color: str,
+    marker: str | None = "circle",
+    size: int = 4,
+) -> Series:
+    """A scatter series of rows r1..r2: (x, y) columns; markers only, or a line if
+    `marker` is None."""
+    (x_col, y_col), (r1, r2) = cols, rows
+    s = Series(
+        Reference(ws, min_col=y_col, min_row=r1, max_row=r2),
+        Reference(ws, min_col=x_col, min_row=r1, max_row=r2),
+        title=title,
+    )
+    s.smooth = False
+    if marker is None:
+        s.marker.symbol = "none"
+        s.graphicalProperties.line.solidFill = color
+        s.graphicalProperties.line.width = 28575  # 2.25 pt
+    else:
+        s.marker.symbol, s.marker.size = marker, size
+        s.marker.graphicalProperties = GraphicalProperties(solidFill=color)
+        s.marker.graphicalProperties.line.solidFill = color
+        s.graphicalProperties.line.noFill = True
+    return s
+
+
+def _frontier_chart(
+    ws: Worksheet, points: pd.DataFrame, frontier: pd.DataFrame
+) -> list[tuple[int, int, str]]:
+    """Scatter of $ per 1K output tokens vs TPOT, one series per GPU, frontier lines."""
+    first = CHART_TABLE_ROW + 2
+    titles = [
+        _put_table(
+            ws,
+            CHART_TABLE_ROW,
+            1,
+            f"SLA-feasible candidates ({len(points)} plotted, sampled along TPOT when more)",
+            [h for _, h, _ in CHART_POINT_COLUMNS],
+            points.itertuples(index=False, name=None),
+            [fmt for _, _, fmt in CHART_POINT_COLUMNS],
+        ),
+        _put_table(
+            ws,
+            CHART_TABLE_ROW,
+            9,
+            "cost vs TPOT frontier",
+            ["class", "TPOT ms", "$ per 1K output tokens"],
+            frontier[["class", "tpot_ms", "cost_per_1k_output_tokens_usd"]].itertuples(
+                index=False, name=None
+            ),
+            [None, MS, MONEY_FINE],
+        ),
+    ]
+    chart = _scatter(
+        "$ per 1K output tokens vs TPOT, SLA-feasible candidates",
+        "TPOT ms",
+        "$ per 1K output tokens",
+        '"$"#,##0.0000',
+    )
+    chart.y_axis.scaling.logBase = 10
+    chart.y_axis.title = "$ per 1K output tokens (log scale)"
+    groups = points.groupby("gpu", sort=False).indices.items()
+    for k, (gpu, idx) in enumerate(groups):
+        rows = (first + idx[0], first + idx[-1])
+        chart.series.append(_series(ws, (6, 7), rows, str(gpu), PALETTE[k % len(PALETTE)]))
+    several = frontier["class"].nunique() > 1
+    for cls, idx in frontier.groupby("class", sort=False).indices.items():
+        label = f"frontier {cls}" if several else "frontier"
+        rows = (first + idx[0], first + idx[-1])
+        chart.series.append(_series(ws, (10, 11), rows, label, "000000", marker=None))
+    ws.add_chart(chart, "A2")
+    return titles
+
+
+def _break_even_chart(
+    ws: Worksheet, plan: Plan, curves: tuple, anchor: str
+) -> list[tuple[int, int, str]]:
+    """Self-hosted fleet (re-solved per volume) and the cheapest API, $/month vs peak req/s."""
+    volume, own, api = curves
+    quote = plan.cheapest_api
+    api_label = f"API: {quote.provider} {quote.provider_model_id}"
+    first = CHART_TABLE_ROW + 2
+    average = " at average demand" if plan.over_time is not None else ""
+    titles = [
+        _put_table(
+            ws,
+            CHART_TABLE_ROW,
+            13,
+            f"self-host vs cheapest API ({api_label}{average})",
+            ["peak req/s", "self-hosted $/month", "API $/month"],
+            zip(volume.tolist(), own.tolist(), api.tolist(), strict=True),
+            [RATE, MONEY, MONEY],
+        ),
+        _put_table(
+            ws,
+            CHART_TABLE_ROW,
+            17,
+            "",
+            ["this plan: peak req/s", "fleet $/month"],
+            [(plan.total_requests_per_s, plan.fleet.monthly_cost_usd)],
+            [RATE, MONEY],
+        ),
+    ]
+    chart = _scatter(
+        "Self-hosting vs API, $ per month by peak demand",
+        "peak requests/s (log scale)",
+        "$ per month (log scale)",
+        '"$"#,##0',
+    )
+    chart.x_axis.scaling.logBase = 10
+    chart.y_axis.scaling.logBase = 10
+    last = first + len(volume) - 1
+    rows = (first, last)
+    chart.series.append(
+        _series(ws, (13, 14), rows, "self-hosted fleet (re-solved)", PALETTE[0], marker=None)
+    )
+    chart.series.append(_series(ws, (13, 15), rows, api_label + average, PALETTE[1], marker=None))
+    chart.series.append(
+        _series(ws, (17, 18), (first, first), "this plan", "000000", marker="diamond", size=9)
+    )
+    ws.add_chart(chart, anchor)
+    return titles
+
+
+def _write_charts(
+    ws: Worksheet, plan: Plan, analysis: _Analysis, points: pd.DataFrame, frontier: pd.DataFrame
+) -> None:
+    titles = []
+    if len(points):
+        titles += _frontier_chart(ws, points, frontier)
+    if analysis.curves is not None and plan.cheapest_api is not None:
+        titles += _break_even_chart(ws, plan, analysis.curves, "A22" if len(points) else "A2")
+    _fit_widths(ws)
+    for col in "HLP":
+        ws.column_dimensions[col].width = 3
+    ws["A1"] = (
+        f"Charts; the tables they plot start at row {CHART_TABLE_ROW}. Planner figures at "
+        "the planner's prices: they do not follow edits on the Assumptions sheet."
+    )
+    ws["A1"].font = BOLD
+    for row, column, title in titles:
+        if title:
+            ws.cell(row=row, column=column, value=title).font = BOLD
+
+
 # ---------------------------------------------------------------- workbook
 
 
-def _build(plan: Plan) -> tuple[Workbook, _CandidateSheet]:
+def _build(plan: Plan, analysis: _Analysis) -> tuple[Workbook, _CandidateSheet]:
     wb = Workbook()
     summary = wb.active
     summary.title = SUMMARY
     fleet = wb.create_sheet(FLEET)
+    over_time = plan.over_time is not None
+    monthly = wb.create_sheet(MONTHLY) if over_time else None
+    periods = wb.create_sheet(PERIODS) if over_time else None
     cand_ws = wb.create_sheet(CANDIDATES)
     api = wb.create_sheet(BUILD_VS_API)
+    points, frontier = _feasible_points(plan)
+    charted = len(points) > 0 or (analysis.curves is not None and plan.cheapest_api is not None)
+    charts = wb.create_sheet(CHARTS) if charted else None
     assumptions = wb.create_sheet(ASSUMPTIONS)
-    price_names = _write_assumptions(wb, assumptions, plan)
-    totals = _write_fleet(fleet, plan, price_names)
-    api_rows = _write_build_vs_api(api, plan, totals)
-    _write_summary(summary, plan, totals, price_names, api_rows)
+    names = _write_assumptions(wb, assumptions, plan)
+    totals = _write_fleet(fleet, plan, names.gpu)
+    if monthly is not None and periods is not None:
+        _write_monthly(monthly, plan, names, _write_periods(periods, plan, names))
+    api_rows = _write_build_vs_api(api, plan, totals, names, analysis)
+    _write_summary(summary, plan, totals, names.gpu, api_rows)
+    if charts is not None:
+        _write_charts(charts, plan, analysis, points, frontier)
     cand = _CandidateSheet(cand_ws, plan.candidates)
     return wb, cand
 

@@ -227,3 +227,88 @@ def test_write_profile_round_trips(tmp_path, catalog):
     assert loaded.id == "llamacpp"
     assert loaded.default.eta_mem == pytest.approx(profile.default.eta_mem, abs=1e-3)
     assert set(loaded.families) == set(profile.families)
+
+
+# ---- user measurements: vLLM benchmark JSON, CSV inputs, serving comparison ---------------
+
+H100_8B = {"model_id": "llama-3.1-8b", "gpu_id": "h100-sxm", "quant_id": "bf16",
+           "kv_dtype": "bf16", "tp": 1}  # fmt: skip
+
+
+def test_vllm_results_map_to_the_measurement_schema(measurements):
+    doc = {
+        "backend": "vllm", "num_prompts": 200, "request_rate": "inf", "max_concurrency": 64,
+        "completed": 200, "total_input_tokens": 200 * 1000, "total_output_tokens": 200 * 250,
+        "median_tpot_ms": 21.0, "mean_ttft_ms": 350.0, "output_throughput": 2800.0,
+    }  # fmt: skip
+    no_limit = {**doc, "max_concurrency": None, "num_prompts": 32, "backend": "sglang"}
+    rows = cal.vllm_result_rows([doc, no_limit], H100_8B, "run.json")
+    assert list(rows.columns) == list(measurements.columns) == list(cal.MEASUREMENT_COLUMNS)
+    first = rows.iloc[0]
+    assert (first["batch"], first["input_len"], first["output_len"]) == (64, 1000, 250)
+    assert (first["meas_tpot"], first["meas_ttft"], first["meas_throughput"]) == (21, 350, 2800)
+    assert np.isnan(first["meas_e2e"]) and first["scenario_kind"] == "serving"
+    assert "median_tpot_ms" in first["metric_basis"] and first["skip_reason"] == ""
+    assert (first["ttft_batch"], first["ttft_input_len"]) == (64, 1000)
+    assert rows.iloc[1]["batch"] == 32 and rows.iloc[1]["engine"] == "sglang"
+    given = cal.vllm_result_rows([doc], H100_8B, "x", cal.Identity(input_len=900, output_len=300))
+    assert (given.iloc[0]["input_len"], given.iloc[0]["output_len"]) == (900, 300)
+
+
+def test_serving_wave_by_hand(catalog):
+    """32 prompts of 1024 tokens = 4 passes of 8192; prompt j completes in pass ceil(j/8), so
+    mean TTFT = 2.5 passes and a request decodes through 1.5 prefill passes on average."""
+    doc = {"request_rate": "inf", "max_concurrency": 32, "num_prompts": 64, "completed": 64,
+           "total_input_tokens": 64 * 1024, "total_output_tokens": 64 * 101,
+           "mean_tpot_ms": 20.0, "mean_ttft_ms": 500.0, "output_throughput": 1000.0}  # fmt: skip
+    small = {**doc, "max_concurrency": 4}  # 4 x 1024 tokens: one pass, no interleaving
+    rows = cal.vllm_result_rows([doc, small], H100_8B, "x")
+    profile = catalog.engine("vllm")
+    pred = cal.predict(rows, catalog, profile)
+    model, grid, _ = cal.build_design(rows, catalog, profile).groups[0]
+    cal._set_eff(grid, profile.default)
+    core = cal._evaluate_core(model, grid)
+    whole = cal.batch_prefill_ms(model, grid)
+    step = core["tpot_step_ms"]
+    per_pass = whole[0] / 4
+    assert pred["pred_ttft"].iloc[0] == pytest.approx(2.5 * per_pass)
+    assert pred["pred_tpot"].iloc[0] == pytest.approx(step[0] + 1.5 * (per_pass - step[0]) / 100)
+    assert pred["pred_ttft"].iloc[1] == pytest.approx(whole[1])
+    assert pred["pred_tpot"].iloc[1] == pytest.approx(step[1])
+    e2e = whole + 100 * step
+    np.testing.assert_allclose(pred["pred_throughput"], [32 * 101 / e2e[0] * 1e3,
+                                                          4 * 101 / e2e[1] * 1e3])  # fmt: skip
+
+
+def test_csv_with_catalog_ids_and_few_columns(tmp_path, catalog):
+    path = tmp_path / "mine.csv"
+    path.write_text(
+        "framework,model,gpu,weight_precision,tp,batch_size,input_len,output_len,tpot_itl_ms\n"
+        "vLLM 0.10,llama-3.1-70b,h100-sxm,fp8,4,32,2048,256,22.5\n",
+        encoding="utf-8",
+    )
+    rows = cal.read_measurements([path], catalog)
+    r = rows.iloc[0]
+    assert (r["model_id"], r["gpu_id"], r["quant_id"], r["tp"], r["engine"]) == (
+        "llama-3.1-70b", "h100-sxm", "fp8", 4, "vllm",
+    )  # fmt: skip
+    assert r["row_id"] == 1 and r["source"] == "mine.csv" and r["skip_reason"] == ""
+    assert r["meas_tpot"] == 22.5 and r["input"] == str(path)
+
+
+def test_identifiable_counts_values_and_constants(catalog):
+    doc = {"request_rate": "inf", "max_concurrency": 8, "completed": 8,
+           "total_input_tokens": 8 * 512, "total_output_tokens": 8 * 128,
+           "mean_tpot_ms": 10.0, "mean_ttft_ms": 100.0}  # fmt: skip
+    rows = cal.vllm_result_rows([doc], H100_8B, "x")
+    seen = cal.identifiable(rows, catalog, catalog.engine("vllm"))
+    assert seen["rows"] == 1 and seen["values"] == 2
+    assert "allreduce_latency_us" in seen["not_identified"]  # tp 1
+    assert {"eta_mem", "step_overhead_ms", "prefill_overhead_ms"} <= set(seen["identified"])
+
+
+def test_sglang_profile_is_the_vllm_fit_and_says_so(catalog):
+    sglang, vllm = catalog.engine("sglang"), catalog.engine("vllm")
+    assert sglang.default == vllm.default and sglang.families == vllm.families
+    assert "No public SGLang measurements" in sglang.source
+    assert vllm.as_of in sglang.source and "planner calibrate" in sglang.source

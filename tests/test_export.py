@@ -7,6 +7,7 @@ import math
 import os
 import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import openpyxl
@@ -14,12 +15,16 @@ import pandas as pd
 import pytest
 
 from planner import export
+from planner.buildvsbuy import compare, cost_curves
 from planner.catalog import load_catalog
 from planner.errors import InputError
-from planner.export import SHEETS, SUMMARY_CELLS, read_back, write_workbook
+from planner.export import BASE_SHEETS, SHEETS, SUMMARY_CELLS, read_back, write_workbook
 from planner.pipeline import plan as make_plan
+from planner.scenarios import load_scenario
 from planner.schema.scenario import Scenario
 from planner.units import HOURS_PER_MONTH
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def close(a: float, b: float, rel: float = 1e-6) -> bool:
@@ -75,8 +80,40 @@ def two_class_plan(catalog):
 
 
 @pytest.fixture(scope="module")
+def analysis(plan):
+    """Break-even volumes and cost curves, computed once (MIP solves) and passed in."""
+    return {
+        "comparisons": compare(plan, plan.problem, plan.average_demand_factor),
+        "curves": cost_curves(plan.problem, plan, plan.cheapest_api, plan.average_demand_factor),
+    }
+
+
+@pytest.fixture(scope="module")
 def written(plan, tmp_path_factory):
     return write_workbook(plan, tmp_path_factory.mktemp("x") / "plan.xlsx")
+
+
+@pytest.fixture(scope="module")
+def time_plan(catalog):
+    sc, cat = load_scenario(str(ROOT / "scenarios" / "diurnal-chatbot.yaml"), catalog)
+    p = make_plan(sc, cat)
+    assert p.over_time is not None
+    return p
+
+
+@pytest.fixture(scope="module")
+def time_analysis(time_plan):
+    p = time_plan
+    return {
+        "comparisons": compare(p, p.problem, p.average_demand_factor),
+        "curves": cost_curves(p.problem, p, p.cheapest_api, p.average_demand_factor),
+    }
+
+
+@pytest.fixture(scope="module")
+def time_written(time_plan, time_analysis, tmp_path_factory):
+    path = tmp_path_factory.mktemp("t") / "diurnal.xlsx"
+    return write_workbook(time_plan, path, **time_analysis)
 
 
 def _named_cell(wb: openpyxl.Workbook, name: str):
@@ -90,11 +127,23 @@ def _fleet_total_row(ws) -> int:
 
 def test_sheets_in_order(written):
     wb = openpyxl.load_workbook(written)
-    assert tuple(wb.sheetnames) == SHEETS
-    assert SHEETS == ("Summary", "Fleet", "Candidates", "Build vs API", "Assumptions")
-    for name in SHEETS:
-        assert wb[name].freeze_panes is not None, name
+    assert wb.sheetnames == [
+        "Summary",
+        "Fleet",
+        "Candidates",
+        "Build vs API",
+        "Charts",
+        "Assumptions",
+    ]
+    assert SHEETS == (
+        "Summary", "Fleet", "Monthly", "Periods", "Candidates", "Build vs API", "Charts",
+        "Assumptions",
+    )  # fmt: skip
+    assert BASE_SHEETS == ("Summary", "Fleet", "Candidates", "Build vs API", "Assumptions")
+    for name in wb.sheetnames:
         assert wb[name]["A1"].value is not None
+        if name != "Charts":  # charts on top, their tables below: nothing to freeze
+            assert wb[name].freeze_panes is not None, name
 
 
 def test_fleet_costs_are_formulas_on_named_prices(plan, written):
@@ -205,7 +254,7 @@ def test_candidates_table(plan, written):
     assert cost.value == float(plan.candidates["cost_per_hour_usd"].iloc[priced])
 
 
-def test_non_finite_numbers_are_empty_cells(plan, tmp_path):
+def test_non_finite_numbers_are_empty_cells(plan, analysis, tmp_path):
     cands = plan.candidates.head(3).copy()
     cands.loc[0, "tpot_ms"] = np.nan
     cands.loc[1, "ttft_ms"] = np.inf
@@ -215,7 +264,7 @@ def test_non_finite_numbers_are_empty_cells(plan, tmp_path):
         fleet, deployments=(dataclasses.replace(fleet.deployments[0], ttft_ms=float("nan")),)
     )
     p = dataclasses.replace(plan, candidates=cands, fleet=odd)
-    ws = openpyxl.load_workbook(write_workbook(p, tmp_path / "nan.xlsx"))["Candidates"]
+    ws = openpyxl.load_workbook(write_workbook(p, tmp_path / "nan.xlsx", **analysis))["Candidates"]
     cols = {name: i + 1 for i, (name, _, _) in enumerate(export.CANDIDATE_COLUMNS)}
     assert ws.cell(row=2, column=cols["tpot_ms"]).value is None
     assert ws.cell(row=3, column=cols["ttft_ms"]).value is None
@@ -243,7 +292,7 @@ def test_assumptions_are_shaded_with_a_legend(plan, written):
 
 def test_two_classes(two_class_plan, tmp_path):
     p = two_class_plan
-    path = write_workbook(p, tmp_path / "two.xlsx")
+    path = write_workbook(p, tmp_path / "two.xlsx", comparisons=[], curves=())
     got = read_back(path)
     assert close(got["total_cost_per_hour_usd"], p.fleet.total_cost_per_hour_usd)
     assert close(got["cost_per_1k_output_tokens_usd"], p.fleet.cost_per_1k_output_tokens_usd)
@@ -257,16 +306,18 @@ def test_two_classes(two_class_plan, tmp_path):
             assert fleet[f"R{i + 2}"].value == min(c.tpot_ms for c in served)
 
 
-def test_large_candidate_table_is_fast(plan, tmp_path):
+def test_large_candidate_table_is_fast(plan, analysis, tmp_path):
     reps = -(-20_000 // len(plan.candidates))
     big = pd.concat([plan.candidates] * reps, ignore_index=True).iloc[:20_000]
     p = dataclasses.replace(plan, candidates=big)
     start = time.perf_counter()
-    path = write_workbook(p, tmp_path / "big.xlsx")
+    path = write_workbook(p, tmp_path / "big.xlsx", **analysis)
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"{elapsed:.2f} s for 20,000 candidate rows"
     wb = openpyxl.load_workbook(path, read_only=True)
     assert wb["Candidates"].max_row == 20_001  # the <dimension> element
+    charted = wb["Charts"].max_row - export.CHART_TABLE_ROW - 1
+    assert charted <= export.MAX_CHART_POINTS
     wb.close()
     with zipfile.ZipFile(path) as z:
         xml = z.read("xl/worksheets/sheet3.xml")
@@ -274,7 +325,7 @@ def test_large_candidate_table_is_fast(plan, tmp_path):
     assert b'<row r="20001"><c r="A20001" t="inlineStr">' in xml
 
 
-def test_failed_write_leaves_target_untouched(plan, tmp_path, monkeypatch):
+def test_failed_write_leaves_target_untouched(plan, analysis, tmp_path, monkeypatch):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
 
@@ -283,12 +334,12 @@ def test_failed_write_leaves_target_untouched(plan, tmp_path, monkeypatch):
 
     monkeypatch.setattr(openpyxl.Workbook, "save", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
-        write_workbook(plan, target)
+        write_workbook(plan, target, **analysis)
     assert target.read_bytes() == b"previous workbook"
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
 
-def test_unreplaceable_target_is_an_input_error(plan, tmp_path, monkeypatch):
+def test_unreplaceable_target_is_an_input_error(plan, analysis, tmp_path, monkeypatch):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
 
@@ -297,16 +348,16 @@ def test_unreplaceable_target_is_an_input_error(plan, tmp_path, monkeypatch):
 
     monkeypatch.setattr(export.os, "replace", refuse)
     with pytest.raises(InputError, match="plan.xlsx"):
-        write_workbook(plan, target)
+        write_workbook(plan, target, **analysis)
     assert target.read_bytes() == b"previous workbook"
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
 
-def test_replaces_an_existing_workbook(plan, tmp_path):
+def test_replaces_an_existing_workbook(plan, analysis, tmp_path):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
-    write_workbook(plan, target)
-    assert openpyxl.load_workbook(target).sheetnames == list(SHEETS)
+    write_workbook(plan, target, **analysis)
+    assert openpyxl.load_workbook(target).sheetnames[0] == "Summary"
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
 
@@ -327,13 +378,13 @@ def test_unwritable_folder_is_an_input_error(plan, tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root ignores modes")
-def test_read_only_folder_is_an_input_error(plan, tmp_path):
+def test_read_only_folder_is_an_input_error(plan, analysis, tmp_path):
     folder = tmp_path / "ro"
     folder.mkdir()
     folder.chmod(0o500)
     try:
         with pytest.raises(InputError, match="not writable"):
-            write_workbook(plan, folder / "plan.xlsx")
+            write_workbook(plan, folder / "plan.xlsx", **analysis)
     finally:
         folder.chmod(0o700)
 
@@ -376,7 +427,332 @@ def test_minimal_hand_built_plan(tmp_path):
     assert got["single_gpu_monthly_cost_usd"] is None
     assert got["cheapest_api_monthly_cost_usd"] is None
     wb = openpyxl.load_workbook(path)
-    assert wb.sheetnames == list(SHEETS)
+    assert wb.sheetnames == list(BASE_SHEETS)  # nothing to chart, no plan over time
     assert wb["Candidates"].max_row == 1
     assert _named_cell(wb, "price_h100_sxm").value == 2.5
     assert _named_cell(wb, "utilisation").value == 0.7
+
+
+# ---------------------------------------------------------------- break-even and charts
+
+
+def test_break_even_columns(plan, analysis, written):
+    """Computed inside write_workbook when not given: the same figures as compare()."""
+    ws = openpyxl.load_workbook(written)["Build vs API"]
+    headers = [c.value for c in ws[1]]
+    assert headers[11:13] == ["break-even peak req/s", "break-even tokens/month (in + out)"]
+    by_quote = {c.quote: c for c in analysis["comparisons"]}
+    assert ws["L2"].value is None and ws["M2"].value is None  # the self-hosted row
+    for i, q in enumerate(plan.api_quotes):
+        r = i + 3
+        c = by_quote[q]
+        assert ws[f"F{r}"].value == f"=E{r}*hours_per_month"  # no profile: peak = average
+        for col, value in (
+            ("L", c.break_even_peak_requests_per_s),
+            ("M", c.break_even_tokens_per_month),
+        ):
+            if value is None:
+                assert ws[f"{col}{r}"].value is None
+            else:
+                assert close(ws[f"{col}{r}"].value, value, 1e-9)
+                assert ws[f"{col}{r}"].number_format in (export.RATE, export.COUNT)
+
+
+def test_a_failed_break_even_still_writes_the_workbook(plan, tmp_path, monkeypatch):
+    from planner import buildvsbuy
+    from planner.errors import SolverError
+
+    def fail(*args, **kwargs):
+        raise SolverError("the cbc solver failed: test")
+
+    monkeypatch.setattr(buildvsbuy, "compare", fail)
+    monkeypatch.setattr(buildvsbuy, "cost_curves", fail)
+    path = write_workbook(plan, tmp_path / "p.xlsx")
+    ws = openpyxl.load_workbook(path)["Build vs API"]
+    notes = [c.value for c in ws["B"] if isinstance(c.value, str)]
+    assert any("break-even volumes not computed" in n for n in notes)
+    assert all(ws[f"L{r}"].value is None for r in range(3, 3 + len(plan.api_quotes)))
+    assert close(read_back(path)["total_cost_per_hour_usd"], plan.fleet.total_cost_per_hour_usd)
+
+
+def _series_refs(chart) -> list[tuple[str, str, str]]:
+    return [(s.tx.v, s.xVal.numRef.f, s.yVal.numRef.f) for s in chart.series]
+
+
+def _table(ws, first: int, columns: str) -> list[list]:
+    rows = []
+    for r in range(first, ws.max_row + 1):
+        values = [ws[f"{c}{r}"].value for c in columns]
+        if all(v is None for v in values):
+            break
+        rows.append(values)
+    return rows
+
+
+def test_frontier_chart_plots_sla_feasible_candidates(plan, written):
+    wb = openpyxl.load_workbook(written)
+    ws = wb["Charts"]
+    first = export.CHART_TABLE_ROW + 2
+    points = _table(ws, first, "ABCDEFG")
+    cands = plan.candidates
+    feasible = cands[
+        cands["sla_ok"] & cands["tpot_ms"].notna() & cands["cost_per_1k_output_tokens_usd"].notna()
+    ]
+    assert 0 < len(points) == min(len(feasible), export.MAX_CHART_POINTS)
+    known = {  # openpyxl writes 16 significant digits
+        (g, tp, b, round(t, 9))
+        for g, tp, b, t in zip(
+            feasible["gpu"], feasible["tp"], feasible["batch"], feasible["tpot_ms"], strict=True
+        )
+    }
+    assert all((p[1], p[2], p[4], round(p[5], 9)) in known for p in points)
+    frontier = _table(ws, first, "IJK")
+    tpots, costs = [f[1] for f in frontier], [f[2] for f in frontier]
+    assert tpots == sorted(tpots) and all(a > b for a, b in zip(costs[:-1], costs[1:], strict=True))
+    assert min(costs) == pytest.approx(feasible["cost_per_1k_output_tokens_usd"].min())
+    scatter = ws._charts[0]
+    refs = _series_refs(scatter)
+    gpus = sorted({p[1] for p in points})
+    assert [t for t, _, _ in refs] == [*gpus, "frontier"]
+    for gpu, x, y in refs[:-1]:  # each GPU's series covers exactly its rows
+        rows = [first + i for i, p in enumerate(points) if p[1] == gpu]
+        assert x == f"'Charts'!$F${rows[0]}:$F${rows[-1]}"
+        assert y == f"'Charts'!$G${rows[0]}:$G${rows[-1]}"
+        assert rows == list(range(rows[0], rows[-1] + 1))
+
+
+def test_break_even_chart_data(plan, analysis, written):
+    ws = openpyxl.load_workbook(written)["Charts"]
+    first = export.CHART_TABLE_ROW + 2
+    volume, own, api = analysis["curves"]
+    table = _table(ws, first, "MNO")
+    assert len(table) == len(volume)
+    for (v, o, a), row in zip(zip(volume, own, api, strict=True), table, strict=True):
+        assert close(row[0], v) and close(row[2], a)
+        assert row[1] is None if not math.isfinite(o) else close(row[1], o)
+    assert ws[f"Q{first}"].value == pytest.approx(plan.total_requests_per_s)
+    assert ws[f"R{first}"].value == pytest.approx(plan.fleet.monthly_cost_usd)
+    chart = ws._charts[1]
+    titles = [t for t, _, _ in _series_refs(chart)]
+    assert titles[0].startswith("self-hosted") and titles[2] == "this plan"
+    assert plan.cheapest_api.provider in titles[1]
+    assert chart.x_axis.scaling.logBase == 10
+
+
+def test_two_class_frontiers(two_class_plan, tmp_path):
+    path = write_workbook(two_class_plan, tmp_path / "two.xlsx", comparisons=[], curves=())
+    wb = openpyxl.load_workbook(path)
+    assert wb["Build vs API"]["L3"].value is None
+    charts = wb["Charts"]._charts
+    assert len(charts) == 1  # no cost curves given: no break-even chart
+    titles = [t for t, _, _ in _series_refs(charts[0])]
+    assert {"frontier chat", "frontier bulk"} <= set(titles)
+
+
+# ---------------------------------------------------------------- plan over time
+
+
+def _ident(gpu: str) -> str:
+    return gpu.replace("-", "_")
+
+
+def _months(text) -> list[int]:
+    first, _, last = str(text).partition("-")
+    return list(range(int(first), int(last or first) + 1))
+
+
+def test_time_plan_sheets_in_order(time_written):
+    wb = openpyxl.load_workbook(time_written)
+    assert wb.sheetnames == list(SHEETS)
+    assert wb["Monthly"].freeze_panes == "B2"
+    assert wb["Periods"].freeze_panes == "C2"
+    assert wb["Monthly"]["D1"].font.bold
+
+
+def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
+    ot = time_plan.over_time
+    got = read_back(time_written)
+    ws = openpyxl.load_workbook(time_written)["Monthly"]
+    monthly = ot.monthly
+    columns = {
+        "D": "reserved_usd",
+        "E": "owned_usd",
+        "F": "on_demand_usd",
+        "G": "spot_usd",
+        "H": "total_usd",
+        "I": "cost_per_1k_output_tokens_usd",
+        "B": "avg_requests_per_s",
+        "C": "output_tokens",
+    }
+    for i, row in enumerate(monthly.to_dict("records")):
+        r = i + 2
+        assert ws[f"A{r}"].value == row["month"]
+        for col, key in columns.items():
+            value = ws[f"{col}{r}"].value
+            if col in "DEFGHI" or r > 2:
+                assert isinstance(value, str) and value.startswith("="), (col, r, value)
+            assert close(got.get(f"Monthly!{col}{r}", value), row[key]), (col, r)
+        assert ws[f"J{r}"].value == pytest.approx(row["total_usd"])
+        assert ws[f"F{r}"].number_format == export.MONEY
+    assert ws["C3"].value == "=$C$2*(1+growth)^(A3-1)"
+    total = len(monthly) + 2
+    assert ws[f"A{total}"].value == "Total"
+    sol = ot.solution
+    assert close(got[f"Monthly!H{total}"], sol.total_cost)
+    assert close(got[f"Monthly!C{total}"], ot.output_tokens)
+    assert close(got[f"Monthly!I{total}"], ot.cost_per_1k_output_tokens_usd)
+    for col, tier in zip("DEFG", ("reserved", "owned", "on_demand", "spot"), strict=True):
+        assert close(got[f"Monthly!{col}{total}"], sol.cost_by_tier[tier]), tier
+    assert "all on-demand" in ws[f"A{total + 2}"].value
+    assert ws[f"H{total + 2}"].value == pytest.approx(ot.all_on_demand.total_cost)
+    assert close(got[f"Monthly!H{total + 3}"], ot.all_on_demand.total_cost - sol.total_cost)
+    assert "all reserved" in ws[f"A{total + 4}"].value
+    assert ws[f"H{total + 4}"].value == pytest.approx(ot.all_reserved_cost)
+    assert close(got[f"Monthly!H{total + 5}"], ot.all_reserved_cost - sol.total_cost)
+    notes = [c.value for c in ws["A"] if isinstance(c.value, str)]
+    assert any("GPU counts are as planned" in n for n in notes)
+
+
+def test_periods_sheet(time_plan, time_written):
+    ot = time_plan.over_time
+    got = read_back(time_written)
+    ws = openpyxl.load_workbook(time_written)["Periods"]
+    col = {c.value: c.column_letter for c in ws[1]}
+    for i, row in enumerate(ot.periods.to_dict("records")):
+        r = i + 2
+        assert ws[f"B{r}"].value == row["months"]
+        assert ws[f"G{r}"].value == f"=F{r}*hours_per_month*D{r}"
+        assert close(got[f"Periods!G{r}"], row["hours"])
+        assert close(got[f"Periods!{col['total $']}{r}"], row["cost_usd"])
+        assert ws[f"{col['planner $']}{r}"].value == pytest.approx(row["cost_usd"])
+        for g in ot.solution.gpu_types:
+            for kind in ("reserved", "owned", "on-demand", "spot", "in-use"):
+                key = f"{g}_{kind.replace('-', '_')}"
+                assert ws[f"{col[f'{g} {kind}']}{r}"].value == row[key], (r, key)
+
+
+def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written):
+    wb = openpyxl.load_workbook(time_written)
+    ot = time_plan.over_time
+    tiers = set()
+    for fact in ot.prices:
+        tier = "reserved" if fact.tier.startswith("reserved") else fact.tier
+        tiers.add(tier)
+        name = f"price_{_ident(fact.gpu)}"
+        if tier != "on_demand":
+            name = f"price_{tier}_{_ident(fact.gpu)}"
+        cell = _named_cell(wb, name)
+        assert cell.value == pytest.approx(fact.usd_per_gpu_hour, rel=1e-12), name
+        shaded = cell.parent.cell(row=cell.row, column=1).fill.fill_type == "solid"
+        assert shaded == fact.assumption, name
+        assert cell.parent.cell(row=cell.row, column=9).value == name
+    assert {"on_demand", "reserved", "spot"} <= tiers
+    for d in time_plan.fleet.deployments:  # the fleet's names still work
+        assert _named_cell(wb, f"price_{_ident(d.gpu)}").value == d.price_usd_per_gpu_hour
+    assert _named_cell(wb, "growth").value == 0.05  # exactly, as the scenario says
+    factor = _named_cell(wb, "average_demand_factor")
+    assert factor.value == pytest.approx(time_plan.average_demand_factor)
+    assert factor.number_format == export.PERCENT
+    assert "growth" in wb["Assumptions"]["B2"].value
+
+
+def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_path):
+    ot = time_plan.over_time
+    sol = ot.solution
+    periods = ot.periods
+    held = next(g for g, n in sol.reserved.items() if n)
+    rented = next(g for g in sol.gpu_types if periods[f"{g}_on_demand"].sum() > 0)
+    wb = openpyxl.load_workbook(time_written)
+    _named_cell(wb, f"price_reserved_{_ident(held)}").value += 1.0
+    _named_cell(wb, f"price_{_ident(rented)}").value += 0.5
+    _named_cell(wb, "growth").value = 0.10
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    got = read_back(edited)
+    tokens_1 = float(ot.monthly["output_tokens"].iloc[0])
+    for i, row in enumerate(ot.monthly.to_dict("records")):
+        r, m = i + 2, int(row["month"])
+        block = periods[[m in _months(x) for x in periods["months"]]]
+        od_hours = float((block[f"{rented}_on_demand"] * block["hours"]).sum()) / len(
+            _months(block["months"].iloc[0])
+        )
+        expect = row["total_usd"] + sol.reserved[held] * 1.0 * HOURS_PER_MONTH + 0.5 * od_hours
+        tokens = tokens_1 * 1.1 ** (m - 1)
+        assert close(got[f"Monthly!H{r}"], expect), m
+        if r > 2:  # month 1 is the planner's number, later months grow from it
+            assert close(got[f"Monthly!C{r}"], tokens), m
+        assert close(got[f"Monthly!I{r}"], expect / tokens * 1e3), m
+    fleet_gpus = sum(d.gpus for d in time_plan.fleet.deployments if d.gpu == rented)
+    expect_h = time_plan.fleet.total_cost_per_hour_usd + 0.5 * fleet_gpus
+    assert close(got["total_cost_per_hour_usd"], expect_h)
+
+
+def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_written):
+    got = read_back(time_written)
+    ws = openpyxl.load_workbook(time_written)["Build vs API"]
+    by_quote = {c.quote: c for c in time_analysis["comparisons"]}
+    found = set()
+    for i, q in enumerate(time_plan.api_quotes):
+        r = i + 3
+        c = by_quote[q]
+        assert ws[f"F{r}"].value == f"=E{r}*hours_per_month*average_demand_factor"
+        assert close(got[f"Build vs API!F{r}"], c.api_monthly_usd)
+        assert close(ws[f"H{r}"].value, c.api_monthly_usd)
+        be = c.break_even_peak_requests_per_s
+        found.add(be is None)
+        assert ws[f"L{r}"].value == (pytest.approx(be) if be is not None else None)
+    assert found == {True, False}  # both kinds of row are exercised
+    cheapest = min(c.api_monthly_usd for c in by_quote.values())
+    assert close(got["cheapest_api_monthly_cost_usd"], cheapest)
+    assert close(got["api_saving_monthly_usd"], cheapest - time_plan.fleet.monthly_cost_usd)
+
+
+def test_monthly_cost_chart(time_plan, time_written):
+    ws = openpyxl.load_workbook(time_written)["Monthly"]
+    (chart,) = ws._charts
+    assert chart.grouping == "stacked" and chart.type == "col"
+    n = len(time_plan.over_time.monthly)
+    refs = [s.val.numRef.f for s in chart.series]
+    assert refs == [f"'Monthly'!${c}$2:${c}${n + 1}" for c in "DEFG"]
+    assert [s.tx.strRef.f for s in chart.series] == [f"'Monthly'!{c}1" for c in "DEFG"]
+
+
+def test_time_plan_write_is_fast(time_plan, time_analysis, tmp_path):
+    start = time.perf_counter()
+    write_workbook(time_plan, tmp_path / "fast.xlsx", **time_analysis)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0, f"{elapsed:.2f} s"
+
+
+def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
+    """Owned tier prices are named and costed; a 7-month horizon ends in a 1-month block."""
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "scenarios" / "diurnal-chatbot.yaml").read_text())
+    doc["finance"].update(
+        horizon_months=7,
+        growth_per_month=0.0333,
+        owned={"b200": {"purchase_usd_per_gpu": 30000}, "h100-sxm": {"purchase_usd_per_gpu": 2e4}},
+    )
+    p = make_plan(Scenario.model_validate(doc), catalog)
+    ot = p.over_time
+    assert sum(ot.solution.owned.values()) > 0  # the case this test is about
+    path = write_workbook(p, tmp_path / "owned.xlsx", comparisons=[], curves=())
+    got = read_back(path)
+    wb = openpyxl.load_workbook(path)
+    for fact in (f for f in ot.prices if f.tier == "owned"):
+        cell = _named_cell(wb, f"price_owned_{_ident(fact.gpu)}")
+        assert cell.value == pytest.approx(fact.usd_per_gpu_hour)
+        assert "finance.owned" in cell.parent.cell(row=cell.row, column=6).value
+    assert "finance.owned" in wb["Assumptions"]["B2"].value
+    assert _named_cell(wb, "growth").value == 0.0333
+    assert wb["Periods"][f"B{len(ot.periods) + 1}"].value == "7"
+    for i, row in enumerate(ot.monthly.to_dict("records")):
+        r = i + 2
+        assert close(got[f"Monthly!E{r}"], row["owned_usd"])
+        assert close(got[f"Monthly!H{r}"], row["total_usd"])
+        if r > 2:
+            assert close(got[f"Monthly!C{r}"], row["output_tokens"])
+    total = len(ot.monthly) + 2
+    assert close(got[f"Monthly!E{total}"], ot.solution.cost_by_tier["owned"])
+    assert close(got[f"Monthly!H{total}"], ot.solution.total_cost)
