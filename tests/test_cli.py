@@ -178,7 +178,41 @@ def test_every_shipped_scenario_solves(scenario, tmp_path):
         "cost_per_hour_usd",
     ):
         assert all(key in c for c in plan["candidates"])
-    assert (tmp_path / "plan.xlsx").is_file()
+    check_workbook_against_json(tmp_path / "plan.xlsx", plan)
+
+
+def check_workbook_against_json(path, plan):
+    """The workbook's live formulas, evaluated from its own cells, give the JSON's figures."""
+    from openpyxl import load_workbook
+
+    from planner.export import read_back
+
+    book = read_back(path)
+    for key in (
+        "total_cost_per_hour_usd",
+        "monthly_cost_usd",
+        "cost_per_1k_output_tokens_usd",
+        "cost_per_1m_tokens_usd",
+        "total_gpus",
+        "demand_requests_per_s",
+    ):
+        assert book[key] == pytest.approx(plan[key], rel=1e-6), key
+    assert book["scenario"] == plan["scenario"] and book["model"] == plan["model"]
+    workbook = load_workbook(path, read_only=True)
+    try:
+        rows = [
+            r
+            for r in workbook["Fleet"].iter_rows(min_row=2, values_only=True)
+            if r[0] and r[0] != "Total"
+        ]
+    finally:
+        workbook.close()
+    assert [(r[0], r[1], r[5]) for r in rows] == [
+        (d["gpu"], d["tp"], d["replicas"]) for d in plan["fleet"]
+    ]
+    if plan["over_time"]:
+        months = [v for k, v in book.items() if k.startswith("Monthly!")]
+        assert months, "a plan over time has live monthly formulas"
 
 
 def test_solve_json_is_byte_identical_across_runs(tmp_path):
