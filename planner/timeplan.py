@@ -82,17 +82,40 @@ def hourly_profiles(profile: DemandProfile, class_names: list[str]) -> np.ndarra
 
 
 def group_slots(profiles: np.ndarray, weights: np.ndarray, n_slots: int) -> Slots:
-    """Sort hours by total demand and cut them into `n_slots` equal-count groups; a slot's
-    level is the highest hour in it, so every hour's demand is covered."""
-    total = weights @ profiles
-    order = np.argsort(-total, kind="stable")
-    groups = np.array_split(order, min(n_slots, len(order)))
+    """Group hours whose demand looks alike into at most `n_slots` slots; a slot's level for
+    each class is the highest hour in it, so every hour's demand is covered.
+
+    Hours are points of per-class demand (req/s); k-means from quantile starts of the total
+    groups them, so a class that peaks at night keeps its own slot when another peaks by
+    day. Slots are ordered busiest first; empty groups are dropped."""
+    points = (weights[:, None] * profiles).T  # hours x classes, req/s
+    assign = _kmeans(points, min(n_slots, len(points)))
+    groups = [np.flatnonzero(assign == k) for k in np.unique(assign)]
+    groups.sort(key=lambda g: (-points[g].sum(axis=1).max(), int(g[0])))
     level = np.stack([profiles[:, g].max(axis=1) for g in groups], axis=1)
-    share = np.array([len(g) / len(order) for g in groups])
-    hour_slot = np.empty(len(order), dtype=int)
+    share = np.array([len(g) / len(points) for g in groups])
+    hour_slot = np.empty(len(points), dtype=int)
     for s, g in enumerate(groups):
         hour_slot[g] = s
     return Slots(level, share, hour_slot)
+
+
+def _kmeans(points: np.ndarray, k: int, iterations: int = 50) -> np.ndarray:
+    """Deterministic k-means: starts at quantiles of the total demand."""
+    order = np.argsort(-points.sum(axis=1), kind="stable")
+    starts = [order[int(i)] for i in np.linspace(0, len(order) - 1, k).round()]
+    centres = points[starts].astype(float)
+    assign = np.zeros(len(points), dtype=int)
+    for _ in range(iterations):
+        dist = ((points[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        new = dist.argmin(axis=1)
+        if (new == assign).all() and _ > 0:
+            break
+        assign = new
+        for j in range(k):
+            if (assign == j).any():
+                centres[j] = points[assign == j].mean(axis=0)
+    return assign
 
 
 def owned_hourly_cost(gpu: Gpu, owned: Owned) -> float:
@@ -172,13 +195,18 @@ def _spot_price(finance: Finance, gpu: Gpu):
 
 
 def _shortlist(plan: Plan) -> pd.DataFrame:
-    """The most cost-efficient offered candidates per GPU type (keeps the MIP small)."""
+    """Per GPU type and request class, the most cost-efficient offered candidates (keeps the
+    MIP small while every class keeps a way to be served on every GPU type that can)."""
     names = [c.name for c in plan.classes]
-    weights = np.array([c.requests_per_second for c in plan.classes])
-    off = plan.offered.copy()
-    off["_eff"] = (off[names].to_numpy() @ weights) / off["cost_per_hour_usd"]
-    off = off.sort_values(["gpu", "_eff"], ascending=[True, False], kind="stable")
-    return off.groupby("gpu", sort=True).head(MAX_CANDIDATES_PER_GPU).reset_index(drop=True)
+    keep: set[int] = set()
+    for name in names:
+        off = plan.offered[plan.offered[name] > 0]
+        eff = (off[name] / off["cost_per_hour_usd"]).rename("_eff")
+        ranked = off.assign(_eff=eff).sort_values(
+            ["gpu", "_eff"], ascending=[True, False], kind="stable"
+        )
+        keep |= set(ranked.groupby("gpu", sort=True).head(MAX_CANDIDATES_PER_GPU).index)
+    return plan.offered.loc[sorted(keep)].reset_index(drop=True)
 
 
 def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan:
@@ -220,8 +248,12 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
     solution = solve_time(problem, backend, limit)
     if solution.status == "infeasible":
         raise InfeasibleError(
-            "plan over time: no fleet serves every month's peak slot within "
-            "the inventory; raise hardware.inventory or lower the growth"
+            "plan over time: no fleet serves the busiest slot of every block of months"
+            + (
+                " within hardware.inventory; raise it or lower finance.growth_per_month"
+                if problem.inventory
+                else "; lower finance.growth_per_month or the horizon"
+            )
         )
     on_demand_only = solve_time(problem.without("reserved", "owned", "spot"), backend, limit)
     all_res_cost, all_res_gpus = _all_reserved(problem, on_demand_only)
@@ -391,8 +423,8 @@ def _monthly_table(
 def _time_notes(prices: TierPrices, gpus: dict[str, Gpu]) -> tuple[str, ...]:
     notes = [
         f"the plan over time uses the {MAX_CANDIDATES_PER_GPU} most cost-efficient "
-        "SLA-feasible deployment(s) per GPU type, each block of months sized for its "
-        "busiest month"
+        "SLA-feasible deployment(s) per GPU type and request class, each block of months "
+        "sized for its busiest month"
     ]
     no_res = [g for g in gpus if g not in prices.reserved]
     if no_res:
