@@ -194,3 +194,8 @@ def test_load_catalog_rejects_mismatched_file(tmp_path: Path) -> None:
     shutil.copy(_gpu_file(), root / "gpus" / "renamed.yaml")
     with pytest.raises(CatalogError):
         load_catalog(root)
+
+
+def test_sglang_placeholder_follows_the_vllm_fit(catalog):
+    """No public SGLang rows: its profile must be the vllm fit, not a stale copy of it."""
+    assert catalog.engines["sglang"].default == catalog.engines["vllm"].default
