@@ -68,6 +68,7 @@ import pandas as pd
 
 from planner.catalog import Catalog, load_catalog
 from planner.errors import InputError, unknown_name_message
+from planner.loading import json_error, read_text
 from planner.perf import evaluate as ev
 from planner.perf import roofline as rf
 from planner.perf.candidates import IDEAL, GridSpec, deployment_rows
@@ -1675,38 +1676,23 @@ def resolve_identity(identity: Identity, catalog: Catalog) -> dict:
     return ids
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, expected a CSV or JSON file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-
-
-def _json_error(path: Path, exc: json.JSONDecodeError, line: int | None = None) -> str:
-    return f"{path}: malformed JSON at line {line or exc.lineno}, column {exc.colno}: {exc.msg}"
-
-
 def read_json_results(path: str | Path) -> list[dict]:
     """The result objects of one JSON file: one object (`--save-result`), a list of them,
     or JSON Lines (`--append-result` appends one object per line). A syntax error names
     the line and column."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path, "a CSV or JSON file")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
-            raise InputError(_json_error(path, exc)) from None
+            raise InputError(json_error(path, exc)) from None
         data = []
         for number, line in enumerate(text.splitlines(), start=1):
             try:
                 data.append(json.loads(line)) if line.strip() else None
             except json.JSONDecodeError as line_exc:
-                raise InputError(_json_error(path, line_exc, number)) from None
+                raise InputError(json_error(path, line_exc, number)) from None
     docs = data if isinstance(data, list) else [data]
     if not docs:
         raise InputError(f"{path}: no benchmark result in the file")
@@ -1905,7 +1891,7 @@ def read_csv_measurements(path: str | Path, catalog: Catalog) -> pd.DataFrame:
     identity columns (framework, model, gpu, weight_precision) and one metric column are
     required; cells may be catalog ids (llama-3.1-8b, h100-sxm, fp8) or published names."""
     path = Path(path)
-    _read_text(path)
+    read_text(path, "a CSV or JSON file")
     try:
         raw = pd.read_csv(path, dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
@@ -1936,7 +1922,7 @@ def input_kind(path: str | Path) -> str:
     suffix = path.suffix.lower()
     if suffix in (".csv", ".json", ".jsonl"):
         return "csv" if suffix == ".csv" else "json"
-    return "json" if _read_text(path).lstrip()[:1] in ("{", "[") else "csv"
+    return "json" if read_text(path, "a CSV or JSON file").lstrip()[:1] in ("{", "[") else "csv"
 
 
 def read_measurements(

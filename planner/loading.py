@@ -16,16 +16,26 @@ M = TypeVar("M", bound=BaseModel)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse one YAML file; a syntax error names the line and column."""
+def read_text(path: str | Path, expected: str = "a text file") -> str:
+    """A file's text; a missing file, a folder or unreadable bytes become one InputError."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, expected a YAML file") from None
+        raise InputError(f"{path}: is a folder, expected {expected}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
+
+
+def json_error(path: str | Path, exc: json.JSONDecodeError, line: int | None = None) -> str:
+    """One line for a JSON syntax error: the file, the line and column, what is wrong."""
+    return f"{path}: malformed JSON at line {line or exc.lineno}, column {exc.colno}: {exc.msg}"
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse one YAML file; a syntax error names the line and column."""
+    text = read_text(path, "a YAML file")
     try:
         return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
@@ -37,16 +47,11 @@ def read_yaml(path: Path) -> Any:
 
 def read_json(path: Path) -> Any:
     """Parse one JSON file; a syntax error names the line and column."""
+    text = read_text(path, "a JSON file")
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+        raise InputError(json_error(path, exc)) from None
 
 
 def key_path(loc: tuple[Any, ...]) -> str:
