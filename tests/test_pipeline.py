@@ -1,0 +1,42 @@
+"""plan(scenario, catalog) is a pure function of picklable inputs: sweeps can fan out."""
+
+from __future__ import annotations
+
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from planner.pipeline import plan
+from planner.report import plan_dict, to_json
+from planner.scenarios import load_scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _cost(args) -> float:
+    scenario, catalog = args
+    return plan(scenario, catalog).fleet.total_cost_per_hour_usd
+
+
+def test_inputs_and_plan_pickle_and_plan_is_deterministic(catalog):
+    scenario, cat = load_scenario(ROOT / "scenarios" / "diurnal-chatbot.yaml", catalog)
+    scenario2, cat2 = pickle.loads(pickle.dumps((scenario, cat)))
+    first, second = plan(scenario, cat), plan(scenario2, cat2)
+    restored = pickle.loads(pickle.dumps(first))
+    assert to_json(plan_dict(first)) == to_json(plan_dict(second)) == to_json(plan_dict(restored))
+
+
+def test_a_what_if_sweep_fans_out_on_a_process_pool(catalog):
+    scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
+    sweep = [
+        scenario.model_copy(
+            update={"workload": scenario.workload.model_copy(update={"requests_per_second": rps})}
+        )
+        for rps in (5, 10, 20)
+    ]
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        costs = list(pool.map(_cost, [(s, cat) for s in sweep]))
+    assert costs == pytest.approx([_cost((s, cat)) for s in sweep])
+    assert costs[0] <= costs[1] <= costs[2]
