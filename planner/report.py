@@ -163,6 +163,7 @@ def plan_dict(plan: Plan) -> dict:
         model=plan.model_id,
         engine=plan.engine,
         target_utilization=plan.utilisation,
+        average_demand_factor=plan.average_demand_factor,
         demand_requests_per_s=plan.total_requests_per_s,
         classes=[c.__dict__ for c in plan.classes],
         candidates=offered_records(plan),
@@ -367,17 +368,24 @@ def _comparison_lines(plan: Plan) -> list[str]:
     if api is None:
         out.append(f"No API in the catalog serves {plan.model_id}.")
     else:
-        diff = api.monthly_cost_usd - f.monthly_cost_usd
+        factor = plan.average_demand_factor
+        monthly = api.monthly_cost_usd * factor
+        diff = monthly - f.monthly_cost_usd
         verdict = (
             f"self-hosting saves {money(diff, 0)}/month"
             if diff > 0
             else f"the API is cheaper by {money(-diff, 0)}/month"
         )
+        basis = (
+            "at this demand around the clock"
+            if factor == 1.0
+            else f"at the profile's average demand ({factor:.0%} of the peak)"
+        )
         out.append(
             f"Cheapest API: {api.provider} {api.provider_model_id} "
             f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
-            f"as of {api.as_of}): {money(api.monthly_cost_usd, 0)}/month at this demand "
-            f"around the clock; {verdict}"
+            f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
+            "fleet sized for the peak"
         )
     return out
 
