@@ -1,0 +1,96 @@
+"""The inputs of `planner validate` and `planner calibrate`: CSVs in the measured_public.csv
+format and vLLM benchmark JSON, read as rows of the `load_measurements` schema
+(`read_measurements`), with the deployment of JSON inputs checked (`resolve_identity`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+
+from planner.calibration.measurements import read_csv_measurements
+from planner.calibration.prediction import _deployment
+from planner.calibration.vllm_results import Identity, read_json_results, vllm_result_rows
+from planner.catalog import Catalog
+from planner.errors import InputError
+from planner.loading import read_text
+
+_T = TypeVar("_T")
+
+
+def _option(option: str, lookup: Callable[[str], _T], value: str) -> _T:
+    """`lookup(value)`, an unknown id's message prefixed with the option that gave it."""
+    try:
+        return lookup(value)
+    except InputError as exc:
+        raise InputError(f"{option}: {exc.message}") from None
+
+
+def resolve_identity(identity: Identity, catalog: Catalog) -> dict:
+    """Catalog ids of `identity`, checked: an unknown id names its closest match, an
+    impossible combination (tp, KV dtype, quant on that GPU) says why."""
+    for name, value in (
+        ("--tp", identity.tp),
+        ("--input-len", identity.input_len),
+        ("--output-len", identity.output_len),
+    ):
+        if value is not None and value <= 0:
+            raise InputError(f"{name}: must be positive, got {value}")
+    model = _option("--model", catalog.model, str(identity.model))
+    gpu = _option("--gpu", catalog.gpu, str(identity.gpu))
+    quant = _option("--quant", catalog.quant, str(identity.quant))
+    ids = {
+        "model_id": model.id,
+        "gpu_id": gpu.id,
+        "quant_id": quant.id,
+        "kv_dtype": identity.kv_dtype or quant.default_kv_dtype,
+        "tp": int(identity.tp or 1),
+    }
+    dep, reason, _ = _deployment(pd.Series(ids), catalog)
+    if dep is None:
+        raise InputError(f"impossible combination: {reason}")
+    return ids
+
+
+def input_kind(path: str | Path) -> str:
+    """'csv' or 'json', by the file name's suffix, else by the first character."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".json", ".jsonl"):
+        return "csv" if suffix == ".csv" else "json"
+    return "json" if read_text(path, "a CSV or JSON file").lstrip()[:1] in ("{", "[") else "csv"
+
+
+def read_measurements(
+    paths: Sequence[str | Path], catalog: Catalog, identity: Identity = Identity()
+) -> pd.DataFrame:
+    """Every input as rows of the `load_measurements` schema, plus `input` (the file) and
+    `input_row` (the row's id in it); row_id is renumbered 1..N when inputs collide."""
+    kinds = [(Path(p), input_kind(p)) for p in paths]
+    ids: dict = {}
+    json_inputs = [p for p, k in kinds if k == "json"]
+    if json_inputs:
+        missing = identity.missing()
+        if missing:
+            raise InputError(
+                f"{json_inputs[0]}: a vLLM benchmark result does not say what was measured: "
+                f"pass {', '.join(missing)} (catalog ids of the model, GPU, tensor-parallel "
+                "degree and quantization)"
+            )
+        ids = resolve_identity(identity, catalog)
+    parts = []
+    for path, kind in kinds:
+        if kind == "csv":
+            frame = read_csv_measurements(path, catalog)
+        else:
+            frame = vllm_result_rows(read_json_results(path), ids, str(path), identity)
+        parts.append(frame.assign(input=str(path), input_row=frame["row_id"].to_numpy()))
+    out = pd.concat(parts, ignore_index=True)
+    if out.empty:
+        raise InputError(f"no measurement rows in {', '.join(str(p) for p in paths)}")
+    if out["row_id"].duplicated().any():
+        out["row_id"] = np.arange(1, len(out) + 1)
+    return out

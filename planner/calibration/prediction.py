@@ -1,0 +1,368 @@
+"""The performance model's prediction of every measurement row, at its operating point.
+
+`predict(measurements, catalog, profile)` builds a `Design` (the rows as grid rows grouped by
+model, `build_design`) and evaluates it; `batch_prefill_ms`, `static_batch_e2e_ms` and
+`serving_wave_ms` are the timings compared with batched and serving-benchmark rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.calibration.measurements import MEASURED, METRICS, PREDICTED
+from planner.catalog import Catalog
+from planner.perf import evaluate as ev
+from planner.perf import roofline as rf
+from planner.perf.candidates import IDEAL, GridSpec, deployment_rows
+from planner.perf.memory import PREFILL_CHUNK_TOKENS
+from planner.schema.engine import Efficiency, EngineProfile
+from planner.schema.model import Model
+
+ProfileArg = EngineProfile | Mapping[str, EngineProfile] | None
+
+
+def _profile_for(profile: ProfileArg, engine: str) -> EngineProfile | None:
+    if profile is None or isinstance(profile, EngineProfile):
+        return profile
+    return profile.get(engine) or profile.get("*")
+
+
+def _col(df: pd.DataFrame, name: str) -> np.ndarray:
+    return df[name].to_numpy(dtype=float)
+
+
+def batch_prefill_ms(
+    model: Model,
+    frame: pd.DataFrame,
+    batch: np.ndarray | None = None,
+    input_len: np.ndarray | None = None,
+    chunk_tokens: int = PREFILL_CHUNK_TOKENS,
+) -> np.ndarray:
+    """Prefill of `batch` requests of `input_len` tokens, B*I tokens run in passes of at
+    most `chunk_tokens` (vLLM / TensorRT-LLM chunked prefill: max_num_batched_tokens 8192).
+
+    Per pass, the same terms as `evaluate`'s per-request prefill: compute at the prefill
+    efficiency, the weights read once (MoE: the experts the pass's tokens touch), two
+    all-reduces per layer, the fixed prefill overhead. Compute and all-reduce payload scale
+    with B*I; weight reads, collective latencies and the overhead with the number of passes.
+    For B = 1 and I <= chunk_tokens it equals `prefill_ms`. `frame` holds a grid's deployment
+    and eff_* columns; batch and input_len default to its `batch` and `input_len` columns.
+    """
+    b = _col(frame, "batch") if batch is None else np.asarray(batch, dtype=float)
+    i_len = _col(frame, "input_len") if input_len is None else np.asarray(input_len, float)
+    tp = _col(frame, "tp")
+    tokens = b * i_len
+    passes = np.maximum(np.ceil(tokens / chunk_tokens), 1.0)
+    flops = b * ev.flops_prefill_per_request(model, i_len) / tp
+    w_bytes = passes * ev.bytes_weights_per_step(model, frame, tokens / passes) / tp
+    t_c = rf.latency_compute(
+        flops, _col(frame, "peak_flops"), _col(frame, "eff_eta_compute_prefill")
+    )
+    t_m = rf.latency_memory(
+        w_bytes, _col(frame, "bandwidth_bytes_per_s"), _col(frame, "eff_eta_mem")
+    )
+    t_comm = passes * rf.latency_allreduce(
+        tp,
+        model.num_hidden_layers,
+        tokens / passes,
+        model.hidden_size,
+        _col(frame, "link_bytes_per_s"),
+        _col(frame, "eff_allreduce_latency_us") * 1e-6,
+    )
+    overhead = passes * _col(frame, "eff_prefill_overhead_ms")
+    return (np.maximum(t_c, t_m) + t_comm) * 1e3 + overhead
+
+
+def static_batch_e2e_ms(
+    model: Model, evaluated: pd.DataFrame, tpot_step_ms: np.ndarray | None = None
+) -> np.ndarray:
+    """End-to-end latency of a batch of B requests (vLLM latency benchmark, TensorRT-LLM
+    gptSessionBenchmark, and one turn of offline continuous batching): B prefills of I tokens
+    batched (`batch_prefill_ms`), then O - 1 decode steps at batch B (the prefill emits the
+    first token), each at `tpot_step_ms` (mean context I + O/2). `evaluated` is an
+    evaluated grid at that batch and shape.
+
+    e2e = prefill(B x I tokens) + (O - 1) * tpot_step(B)
+    """
+    steps = np.maximum(_col(evaluated, "output_len") - 1.0, 0.0)
+    step = _col(evaluated, "tpot_step_ms") if tpot_step_ms is None else tpot_step_ms
+    return batch_prefill_ms(model, evaluated) + steps * step
+
+
+_CORE_COLUMNS = ("tpot_step_ms", "prefill_ms", "max_batch", "fits", "bound", "prefill_bound")
+
+
+def _evaluate_core(model: Model, grid: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Memory, decode step, prefill and serving rate of `evaluate`, without queueing (whose
+    Erlang recursion costs one numpy step per sequence slot: slow at batch 5000)."""
+    full = ev.evaluate(model, grid, statistic="none")
+    return {k: full[k].to_numpy() for k in (*_CORE_COLUMNS, "throughput_tok_s", "tpot_ms")}
+
+
+EFF_FIELDS: tuple[str, ...] = tuple(Efficiency.model_fields)
+
+
+@dataclass
+class Design:
+    """The measurement rows as grid rows, grouped by model, ready for repeated evaluation.
+
+    `rows` are the measurement rows that can be predicted (mapped model, GPU and quant, a
+    valid deployment); `groups` hold (model, grid, positions in rows). Batches left open
+    (offline max-throughput rows) are resolved to max_batch with the memory constants of the
+    profile the design was built with; fits do not change those constants.
+    """
+
+    rows: pd.DataFrame
+    groups: list[tuple[Model, pd.DataFrame, np.ndarray]]
+    rejected: pd.DataFrame
+
+    def families(self) -> np.ndarray:
+        return self.rows["gpu_family"].to_numpy()
+
+    def subset(self, mask: np.ndarray) -> Design:
+        """The design restricted to the rows where `mask` is true (batches stay resolved)."""
+        mask = np.asarray(mask, dtype=bool)
+        new_pos = np.cumsum(mask) - 1
+        groups = []
+        for model, grid, pos in self.groups:
+            keep = mask[pos]
+            if keep.any():
+                groups.append((model, grid[keep].reset_index(drop=True), new_pos[pos[keep]]))
+        return Design(rows=self.rows[mask], groups=groups, rejected=self.rejected)
+
+    def evaluate(self, effs: Efficiency | Sequence[Efficiency]) -> pd.DataFrame:
+        """Predictions for every row (aligned to rows), with one efficiency for all rows or
+        one per row."""
+        n = len(self.rows)
+        res = {
+            k: np.full(n, np.nan)
+            for k in ("tpot_step_ms", "prefill_ms", "max_batch", "throughput_serving_model")
+        }
+        res.update({k: np.full(n, np.nan) for k in PREDICTED.values()})
+        res["fits"] = np.zeros(n, dtype=bool)
+        res["bound"] = np.full(n, "", dtype=object)
+        for model, grid, pos in self.groups:
+            _set_eff(grid, effs if isinstance(effs, Efficiency) else [effs[i] for i in pos])
+            core = _evaluate_core(model, grid)
+            for key in ("tpot_step_ms", "prefill_ms", "max_batch", "fits", "bound"):
+                res[key][pos] = core[key]
+            _predict_metrics(model, grid, core, res, pos)
+        return pd.DataFrame(res, index=self.rows.index)
+
+
+def _set_eff(grid: pd.DataFrame, effs: Efficiency | Sequence[Efficiency]) -> None:
+    if isinstance(effs, Efficiency):
+        for name, value in effs.model_dump().items():
+            grid[f"eff_{name}"] = float(value)
+        return
+    dumped = [e.model_dump() for e in effs]
+    for name in EFF_FIELDS:
+        grid[f"eff_{name}"] = np.array([d[name] for d in dumped], dtype=float)
+
+
+def _predict_metrics(
+    model: Model, grid: pd.DataFrame, core: dict, res: dict, pos: np.ndarray
+) -> None:
+    """TPOT: the decode step. TTFT: prefill of ttft_batch x ttft_input_len (no queueing).
+    Throughput: B * O / e2e (static batches and offline continuous batching alike). E2E:
+    batched prefill + (O-1) decode steps. Also the serving-rate throughput of `evaluate`
+    (per-request prefill) as `throughput_serving_model`, for comparison. Serving-benchmark
+    rows (scenario kinds in SERVING_KINDS) replace TPOT and TTFT: see `serving_wave_ms`."""
+    e2e = static_batch_e2e_ms(model, grid, core["tpot_step_ms"])
+    tpot = np.array(core["tpot_step_ms"], dtype=float)
+    ttft = batch_prefill_ms(model, grid, _col(grid, "ttft_batch"), _col(grid, "ttft_input_len"))
+    kinds = grid["scenario_kind"].to_numpy()
+    wave = kinds == "serving"
+    if wave.any():
+        w_ttft, w_tpot = serving_wave_ms(model, grid[wave], tpot[wave])
+        ttft[wave], tpot[wave] = w_ttft, w_tpot
+    poisson = kinds == "serving_poisson"
+    tpot[poisson] = np.asarray(core["tpot_ms"], dtype=float)[poisson]
+    res[PREDICTED["tpot"]][pos] = tpot
+    res[PREDICTED["ttft"]][pos] = ttft
+    res[PREDICTED["throughput"]][pos] = _col(grid, "batch") * _col(grid, "output_len") / e2e * 1e3
+    res[PREDICTED["e2e"]][pos] = e2e
+    res["throughput_serving_model"][pos] = core["throughput_tok_s"]
+
+
+# Serving-benchmark rows (`vllm bench serve`, planner.measurements): "serving" is a closed
+# loop at infinite request rate with `batch` requests in flight; "serving_poisson" is a
+# finite request rate (batch from Little's law, TPOT only).
+SERVING_KINDS: tuple[str, ...] = ("serving", "serving_poisson")
+
+
+WAVE_ASSUMPTION = (
+    "vLLM serving-benchmark rows at request rate inf with max_concurrency B are compared as "
+    "waves of B equal requests arriving together on an idle replica (fixed lengths finish "
+    "together): TTFT = mean pass in which a prompt completes x pass time, prompts prefilled in "
+    "8192-token chunks; TPOT = decode step at batch B plus the prefill passes a request "
+    "decodes through; throughput = B x O / (wave prefill + (O-1) decode steps)."
+)
+
+
+def serving_wave_ms(
+    model: Model,
+    grid: pd.DataFrame,
+    tpot_step_ms: np.ndarray,
+    chunk_tokens: int = PREFILL_CHUNK_TOKENS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean TTFT and mean TPOT of a wave of B equal requests that arrive together.
+
+    `vllm bench serve --request-rate inf --max-concurrency B` with fixed lengths sends B
+    requests at once, and B new ones when those finish (they finish together), so every
+    wave starts on an idle replica. The B prompts are prefilled in n = ceil(B I / C)
+    chunked passes (C = 8192 tokens, `batch_prefill_ms` P for the whole wave, p = P / n per
+    pass); prompt j (1..B, packed in order) completes in pass k_j = ceil(j I / C), so its
+    TTFT is k_j p. It then decodes one token per pass in the remaining n - k_j passes
+    (decode tokens ride in the mixed prefill batches), and the rest at the decode step s(B):
+
+        TTFT = mean_j(k_j) p
+        TPOT = mean_j((m_j p + (O - 1 - m_j) s) / (O - 1)),  m_j = min(n - k_j, O - 1)
+
+    B * O / (P + (O - 1) s), the throughput `predict` compares for every row, is this wave's
+    output rate. Queueing for a slot is nil by construction (at most B in flight).
+    """
+    b = np.maximum(np.rint(_col(grid, "batch")), 1.0).astype(int)
+    i_len = _col(grid, "input_len")
+    o_len = _col(grid, "output_len")
+    total = batch_prefill_ms(model, grid, b.astype(float), i_len, chunk_tokens)
+    passes = np.maximum(np.ceil(b * i_len / chunk_tokens), 1.0)
+    per_pass = total / passes
+    ttft = np.empty(len(b))
+    tpot = np.empty(len(b))
+    for n, (bb, ii, oo, nn) in enumerate(zip(b, i_len, o_len, passes, strict=True)):
+        k = np.maximum(np.ceil(np.arange(1, bb + 1) * ii / chunk_tokens), 1.0)
+        ttft[n] = k.mean() * per_pass[n]
+        decode = max(oo - 1.0, 1.0)
+        m = np.minimum(nn - k, decode)
+        tpot[n] = np.mean(m * per_pass[n] + (decode - m) * tpot_step_ms[n]) / decode
+    return ttft, tpot
+
+
+def _deployment(row: pd.Series, catalog: Catalog) -> tuple[dict | None, str, str]:
+    """One grid row (without batch/shape) for a measurement row, or the reason it has none."""
+    model = catalog.model(row["model_id"])
+    gpu = catalog.gpu(row["gpu_id"])
+    tp = int(row["tp"])
+    note = ""
+    if tp > gpu.scaleup_domain_gpus:
+        gpu = gpu.model_copy(update={"scaleup_domain_gpus": tp})
+        note = f"tp {tp} over {gpu.interconnect} (beyond the catalog's scale-up domain)"
+    spec = GridSpec(
+        gpus=[gpu], quants=[catalog.quant(row["quant_id"])], tps=[tp], kv_dtypes=[row["kv_dtype"]]
+    )
+    ok, rejected = deployment_rows(model, spec, None, ideal=True)
+    if not ok:
+        return None, rejected[0]["reason"], note
+    return ok[0], "", note
+
+
+def build_design(
+    measurements: pd.DataFrame, catalog: Catalog, profile: ProfileArg, ideal: bool = False
+) -> Design:
+    """Grid rows for every mapped measurement row (skipped rows included: layer-split rows
+    are predicted as one sequential device); unresolvable rows go to `rejected`."""
+    mapped = measurements.dropna(subset=["model_id", "gpu_id", "quant_id", "kv_dtype"])
+    records, keep, rejected = [], [], []
+    for idx, row in mapped.iterrows():
+        dep, reason, note = _deployment(row, catalog)
+        if dep is None:
+            rejected.append({"row_id": row["row_id"], "reason": reason})
+            continue
+        batch = row["batch"]
+        dep.update(
+            batch=1 if math.isnan(batch) else int(batch),
+            shape_index=0,
+            input_len=row["input_len"],
+            output_len=row["output_len"],
+            ttft_input_len=row["ttft_input_len"],
+            ttft_batch=row["ttft_batch"],
+            scenario_kind=row["scenario_kind"],
+            _open_batch=math.isnan(batch),
+            _family=catalog.gpu(row["gpu_id"]).family,
+            _note=note,
+        )
+        records.append(dep)
+        keep.append(idx)
+    rows = measurements.loc[keep].copy()
+    grid_all = pd.DataFrame(records, index=rows.index)
+    rows["gpu_family"] = grid_all["_family"] if records else []
+    rows["predict_note"] = grid_all["_note"] if records else []
+    groups = []
+    for model_id, sub in grid_all.groupby(rows["model_id"], sort=True) if records else []:
+        pos = rows.index.get_indexer(sub.index)
+        grid = sub.drop(columns=["_family", "_note"]).reset_index(drop=True)
+        groups.append((catalog.model(model_id), grid, pos))
+    design = Design(rows=rows, groups=groups, rejected=pd.DataFrame(rejected))
+    _resolve_open_batches(design, _row_effs(design, profile, ideal))
+    return design
+
+
+def _resolve_open_batches(design: Design, effs: Sequence[Efficiency]) -> None:
+    """Rows whose batch is not published run at the largest batch that fits."""
+    for model, grid, pos in design.groups:
+        open_rows = grid["_open_batch"].to_numpy(dtype=bool)
+        if not open_rows.any():
+            continue
+        _set_eff(grid, [effs[i] for i in pos])
+        max_batch = _evaluate_core(model, grid)["max_batch"]
+        grid.loc[open_rows, "batch"] = np.maximum(max_batch[open_rows], 1)
+
+
+def _row_effs(design: Design, profile: ProfileArg, ideal: bool) -> list[Efficiency]:
+    if ideal:
+        return [IDEAL] * len(design.rows)
+    out = []
+    for engine, family in zip(design.rows["engine"], design.rows["gpu_family"], strict=True):
+        prof = _profile_for(profile, engine)
+        out.append(IDEAL if prof is None else prof.for_family(family))
+    return out
+
+
+def predict(
+    measurements: pd.DataFrame, catalog: Catalog, profile: ProfileArg, ideal: bool = False
+) -> pd.DataFrame:
+    """The model's prediction of every mapped row's metrics.
+
+    `profile` is one EngineProfile for every row, or a mapping engine label -> profile
+    (key '*' as fallback). Which model output is compared with each measurement:
+
+    * TPOT: `tpot_step_ms` at the row's batch and shape (single-stream and static runs have no
+      prefill interleaved, so not `tpot_ms`).
+    * TTFT: the prefill time of `ttft_batch` requests of `ttft_input_len` tokens (batch-1
+      probes and llama-bench pp 512: no queueing, no in-flight decode).
+    * Throughput: B * O / `static_batch_e2e_ms` at the published batch, or at max_batch
+      when none is published (offline runs at infinite request rate). For static batches
+      this is the benchmark's own definition; for offline continuous batching it is the
+      steady state with prefills batched into chunks. `evaluate`'s `throughput_tok_s`
+      charges every request its own prefill pass (a full weight read and the fixed prefill
+      overhead each), which at batch 1000+ and short prompts under-predicts by up to 2x;
+      it is kept as `throughput_serving_model` for comparison.
+    * E2E: `static_batch_e2e_ms`.
+    * Serving-benchmark rows (`vllm_result_rows`): at request rate inf ('serving') TTFT and
+      TPOT are the means over a wave of `batch` requests arriving together
+      (`serving_wave_ms`), throughput as above (the wave's output rate); at a finite rate
+      ('serving_poisson') TPOT is `evaluate`'s `tpot_ms` (prefill interleaved).
+
+    Returns the predictable rows of `measurements` with pred_* columns and diagnostics.
+    """
+    design = build_design(measurements, catalog, profile, ideal)
+    return _assemble(design, design.evaluate(_row_effs(design, profile, ideal)))
+
+
+def _assemble(design: Design, res: pd.DataFrame) -> pd.DataFrame:
+    out = design.rows.copy()
+    batches = np.full(len(out), np.nan)
+    for _, grid, pos in design.groups:
+        batches[pos] = grid["batch"].to_numpy(dtype=float)
+    out["pred_batch"] = batches
+    for col in res.columns:
+        out[col] = res[col]
+    for m in METRICS:
+        out.loc[out[MEASURED[m]].isna(), PREDICTED[m]] = np.nan
+    return out

@@ -1,0 +1,48 @@
+"""Engine profile YAML: the document, its text and the file (`write_profile` is the only
+function of planner.calibration that writes a file)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.schema.engine import Efficiency, EngineProfile
+
+
+def _round_eff(eff: Efficiency) -> dict:
+    out = {}
+    for name, value in eff.model_dump().items():
+        digits = 3 if name.startswith("eta") or name == "mem_util" else 2
+        out[name] = round(float(value), digits)
+    return out
+
+
+def profile_document(profile: EngineProfile) -> dict:
+    """The YAML document of an engine profile (schema of planner/schema/engine.py)."""
+    doc = {
+        "id": profile.id,
+        "name": profile.name,
+        "source": profile.source,
+        "as_of": profile.as_of,
+        "notes": profile.notes,
+        "default": _round_eff(profile.default),
+        "families": {k: _round_eff(v) for k, v in sorted(profile.families.items())},
+    }
+    EngineProfile.model_validate(doc)
+    return doc
+
+
+def profile_yaml(profile: EngineProfile, header: str = "") -> str:
+    """The text of an engine profile YAML file: `header` as a comment block, then the
+    document of `profile_document`."""
+    import yaml
+
+    text = yaml.safe_dump(profile_document(profile), sort_keys=False, width=100, allow_unicode=True)
+    comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    return comment + text
+
+
+def write_profile(profile: EngineProfile, path: str | Path, header: str = "") -> Path:
+    """Write an engine profile YAML (the only function here that writes a file)."""
+    path = Path(path)
+    path.write_text(profile_yaml(profile, header), encoding="utf-8")
+    return path

@@ -1,0 +1,48 @@
+"""How the workbook looks: number formats, fonts, fills and column widths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openpyxl.styles import Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.worksheet import Worksheet
+
+MONEY = '"$"#,##0.00'
+MONEY_FINE = '"$"#,##0.0000'  # per-1K/1M-token costs
+UNIT_PRICE = '"$"#,##0.00##'  # $/GPU-h and $/1M-token list prices: never hide a digit
+MS = "0.0"
+COUNT = "#,##0"
+PERCENT = "0.0%"
+RATE = "#,##0.00"
+GB = "0.0"
+HOURS_FMT = "#,##0.0"
+
+MAX_WIDTH = 60
+ASSUMPTION_FILL = PatternFill("solid", fgColor="FFF2CC")
+BOLD = Font(bold=True)
+
+
+def fit_widths(ws: Worksheet, widths: dict[int, int] | None = None) -> None:
+    """Column widths from the longest shown text (formulas count as ~12), capped."""
+    found: dict[int, int] = dict(widths or {})
+    for row in ws.iter_rows():
+        for cell in row:
+            if cell.value is None:
+                continue
+            value = cell.value
+            if isinstance(value, str) and value.startswith("="):
+                size = 12
+            elif isinstance(value, float):
+                size = min(len(f"{value:,.2f}"), 16) + 2
+            else:
+                size = len(str(value)) + 1
+            found[cell.column] = max(found.get(cell.column, 0), size)
+    for column, size in found.items():
+        ws.column_dimensions[get_column_letter(column)].width = min(max(size, 6), MAX_WIDTH)
+
+
+def show_axes(chart: Any) -> None:
+    """openpyxl 3.1 writes axes as deleted unless told otherwise."""
+    chart.x_axis.delete = False
+    chart.y_axis.delete = False
