@@ -9,6 +9,7 @@ idle at night and the API relatively cheaper at low volume.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,6 +127,7 @@ def compare(
     average_factor: float = 1.0,
     backend: str = "cbc",
     self_cost: SelfCost | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Comparison]:
     """Every API offering against the plan, with break-even volumes, cheapest API first."""
     rates = np.array([c.requests_per_second for c in plan.classes])
@@ -136,6 +138,8 @@ def compare(
     self_cost = self_cost or SelfCost(problem, backend)
     out = []
     for quote in plan.api_quotes:
+        if progress is not None:
+            progress(1)
         api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
         scale = break_even_scale(self_cost, api_hour, average_factor)
         out.append(
@@ -189,13 +193,16 @@ class BuildVsBuy:
     curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
 
 
-def analyse(plan: Plan, backend: str = "cbc") -> BuildVsBuy:
+def analyse(
+    plan: Plan, backend: str = "cbc", progress: Callable[[int], None] | None = None
+) -> BuildVsBuy:
     """Break-even volumes for every API offering and the cost curves against the cheapest,
-    sharing the memoised fleet solves between them."""
+    sharing the memoised fleet solves between them. `progress(n)` is told of each offering
+    done (for a progress bar)."""
     if plan.problem is None or not plan.api_quotes:
         return BuildVsBuy([], None)
     cost = SelfCost(plan.problem, backend)
-    rows = compare(plan, plan.problem, plan.average_demand_factor, backend, cost)
+    rows = compare(plan, plan.problem, plan.average_demand_factor, backend, cost, progress)
     curves = cost_curves(
         plan.problem,
         plan,

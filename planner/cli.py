@@ -100,7 +100,7 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
     if not no_export or plot:
         from planner.buildvsbuy import analyse
 
-        analysis = analyse(result, sc.solver.backend)
+        analysis = _with_progress(analyse, result, sc.solver.backend)
     if not no_export:
         from planner.export import write_workbook
 
@@ -145,6 +145,16 @@ def _write_plots(result, analysis, workbook: Path) -> list[Path]:
     return out
 
 
+def _with_progress(analyse, result, backend):
+    """Run the build-vs-buy analysis with a progress bar on an interactive terminal."""
+    if not sys.stderr.isatty() or not result.api_quotes:
+        return analyse(result, backend)
+    with click.progressbar(
+        length=len(result.api_quotes), label="break-even vs APIs", file=sys.stderr
+    ) as bar:
+        return analyse(result, backend, bar.update)
+
+
 def _solver_overrides(sc, solver, time_limit):
     update = {}
     if solver:
@@ -180,7 +190,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
     result = make_plan(sc, catalog)
-    analysis = analyse(result, sc.solver.backend)
+    analysis = _with_progress(analyse, result, sc.solver.backend)
     rows, chart = analysis.comparisons, None
     if analysis.curves is not None and not no_plot:
         from planner import plots
