@@ -60,24 +60,25 @@ def _summary(errors: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return out.reset_index()
 
 
+ERROR_TABLE_COLUMNS = (
+    "by",
+    "group",
+    "metric",
+    "n",
+    "median_abs_pct",
+    "p90_abs_pct",
+    "median_signed_pct",
+    "median_optimism_pct",
+)
+
+
 def error_table(pred: pd.DataFrame, include_skipped: bool = False) -> pd.DataFrame:
     """Median and 90th-percentile absolute % error per metric: over all rows (by='all'),
     per GPU (by='gpu') and per source (by='source'). Columns: by, group, metric, n,
     median_abs_pct, p90_abs_pct, median_signed_pct, median_optimism_pct."""
     errors = long_errors(pred, include_skipped)
     if errors.empty:
-        return pd.DataFrame(
-            columns=[
-                "by",
-                "group",
-                "metric",
-                "n",
-                "median_abs_pct",
-                "p90_abs_pct",
-                "median_signed_pct",
-                "median_optimism_pct",
-            ]
-        )
+        return pd.DataFrame(columns=list(ERROR_TABLE_COLUMNS))
     tables = []
     for by, key in (("all", None), ("gpu", "gpu_id"), ("source", "source_key")):
         if key is None:
@@ -86,18 +87,7 @@ def error_table(pred: pd.DataFrame, include_skipped: bool = False) -> pd.DataFra
             part = _summary(errors.rename(columns={key: "group"}), ["group", "metric"])
         tables.append(part.assign(by=by))
     out = pd.concat(tables, ignore_index=True)
-    return out[
-        [
-            "by",
-            "group",
-            "metric",
-            "n",
-            "median_abs_pct",
-            "p90_abs_pct",
-            "median_signed_pct",
-            "median_optimism_pct",
-        ]
-    ]
+    return out[list(ERROR_TABLE_COLUMNS)]
 
 
 def overall_errors(table: pd.DataFrame) -> dict[str, dict]:
