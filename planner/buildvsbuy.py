@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.optimize import FleetProblem, solve_fleet
+from planner.pricing import api_usd_per_hour
 from planner.schema.plan import ApiQuote, Plan
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
 
@@ -44,10 +45,12 @@ def api_cost_per_hour(
     quote: ApiQuote, rates: np.ndarray, inputs: np.ndarray, outputs: np.ndarray
 ) -> float:
     """$/h of serving `rates` requests/s per class through the API."""
-    per_request = np.array(
-        [api_cost_per_request(quote, i, o) for i, o in zip(inputs, outputs, strict=True)]
+    return api_usd_per_hour(
+        quote.input_usd_per_1m,
+        quote.output_usd_per_1m,
+        float((rates * inputs).sum()),
+        float((rates * outputs).sum()),
     )
-    return float((rates * per_request).sum() * SECONDS_PER_HOUR)
 
 
 class SelfCost:

@@ -26,6 +26,17 @@ def gpu_price(gpu: Gpu, pricing: Pricing) -> Price | None:
     return Price(row.usd_per_gpu_hour, row.provider, row.source, row.as_of)
 
 
+def api_usd_per_hour(
+    input_usd_per_1m: float,
+    output_usd_per_1m: float,
+    input_tokens_per_s: float,
+    output_tokens_per_s: float,
+) -> float:
+    """$/h an API bills for a token stream at its per-1M input and output prices."""
+    per_s = input_tokens_per_s * input_usd_per_1m + output_tokens_per_s * output_usd_per_1m
+    return per_s / TOKENS_PER_1M * SECONDS_PER_HOUR
+
+
 def api_quotes(
     catalog: Catalog, model_id: str, classes: tuple[RequestClassPlan, ...]
 ) -> tuple[ApiQuote, ...]:
@@ -34,8 +45,9 @@ def api_quotes(
     tokens_out = sum(c.requests_per_second * c.output_tokens for c in classes)
     quotes = []
     for provider, offer in catalog.api_offerings(model_id):
-        per_s = tokens_in * offer.input_usd_per_1m + tokens_out * offer.output_usd_per_1m
-        per_hour = per_s / TOKENS_PER_1M * SECONDS_PER_HOUR
+        per_hour = api_usd_per_hour(
+            offer.input_usd_per_1m, offer.output_usd_per_1m, tokens_in, tokens_out
+        )
         per_1k_out = per_hour / (SECONDS_PER_HOUR * tokens_out) * 1e3 if tokens_out else 0.0
         quotes.append(
             ApiQuote(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -95,25 +96,7 @@ def estimate_dict(row: pd.Series) -> dict:
 
 
 def _deployment_dict(d: Deployment) -> dict:
-    return {
-        "gpu": d.gpu,
-        "tp": d.tp,
-        "quant": d.quant,
-        "kv_dtype": d.kv_dtype,
-        "batch": d.batch,
-        "replicas": d.replicas,
-        "gpus": d.gpus,
-        "tpot_ms": d.tpot_ms,
-        "ttft_ms": d.ttft_ms,
-        "requests_per_s": d.requests_per_s,
-        "capacity_requests_per_s": d.capacity_requests_per_s,
-        "cost_per_hour_usd": d.cost_per_hour_usd,
-        "price_usd_per_gpu_hour": d.price_usd_per_gpu_hour,
-        "price_provider": d.price_provider,
-        "load_by_class": d.load_by_class,
-        "tpot_ms_by_class": d.tpot_ms_by_class,
-        "ttft_ms_by_class": d.ttft_ms_by_class,
-    }
+    return dataclasses.asdict(d)
 
 
 def fleet_dict(f: FleetSummary) -> dict:
@@ -130,7 +113,7 @@ def fleet_dict(f: FleetSummary) -> dict:
 
 
 def _quote_dict(q: ApiQuote) -> dict:
-    return {k: getattr(q, k) for k in q.__dataclass_fields__}
+    return dataclasses.asdict(q)
 
 
 def offered_records(plan: Plan) -> list[dict]:
