@@ -121,10 +121,11 @@ def _summarise(
     """Turn a solver result into fleet lines with predicted latencies per class."""
     names = [c.name for c in classes]
     lines = []
+    indexed = rows.set_index(CANDIDATE_KEY) if solution.replicas.any() else rows
     for i in np.flatnonzero(solution.replicas):
         cand = offered.iloc[i]
         key = tuple(cand[k] for k in CANDIDATE_KEY)
-        own = rows.set_index(CANDIDATE_KEY).loc[[key]]
+        own = indexed.loc[[key]]
         own = own[own["class"].isin(names)].set_index("class")
         load = {n: float(solution.load[i, j]) for j, n in enumerate(names)}
         served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in own.index]
