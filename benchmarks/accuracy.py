@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner import calibration as cal  # noqa: E402
-from planner.catalog import load_catalog  # noqa: E402
+from planner.inputs.catalog import load_catalog  # noqa: E402
 
 ENGINE_DIR = ROOT / "catalogs" / "engines"
 HEADER = (

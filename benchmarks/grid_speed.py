@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from planner.catalog import load_catalog
+from planner.inputs.catalog import load_catalog
 from planner.perf.candidates import GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 
-from planner.optimize import solve_fleet, synthetic_problem
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import solve_fleet
+from planner.fleet.synthetic import synthetic_problem
 
 
 def main() -> None:
@@ -29,7 +31,7 @@ def main() -> None:
         for backend in backends:
             t0 = time.perf_counter()
             try:
-                sol = solve_fleet(problem, backend, time_limit_s=30)
+                sol = solve_fleet(problem, SolverOptions(backend, 30))
                 cells.append(f"{time.perf_counter() - t0:.2f} ({sol.status})")
             except Exception as exc:  # noqa: BLE001 - report, do not crash the table
                 cells.append(f"n/a ({type(exc).__name__})")

@@ -57,7 +57,7 @@ def cli(ctx: click.Context, catalog_dir: str | None, debug: bool) -> None:
 
 
 def _catalog(ctx: click.Context):
-    from planner.catalog import load_catalog
+    from planner.inputs.catalog import load_catalog
 
     return load_catalog(ctx.obj.get("catalog_dir"))
 
@@ -77,7 +77,7 @@ def _catalog(ctx: click.Context):
     "--solver",
     type=click.Choice(["cbc", "highs"]),
     default=None,
-    help="MIP backend (default: the scenario's, else cbc).",
+    help="MIP backend (default: the scenario's, else highs).",
 )
 @click.option("--time-limit", type=float, default=None, help="Solver time limit in seconds.")
 @click.option("--plot", is_flag=True, help="Also write PNG charts next to the workbook.")
@@ -87,9 +87,10 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
 
     Example: planner solve scenarios/chatbot.yaml -o exports/chatbot.xlsx
     """
-    from planner.pipeline import plan as make_plan
-    from planner.report import plan_dict, render_plan, to_json
-    from planner.scenarios import load_scenario
+    from planner.inputs.scenarios import load_scenario
+    from planner.planning.pipeline import plan as make_plan
+    from planner.render.json import plan_dict, to_json
+    from planner.render.text import render_plan
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
     sc = _solver_overrides(sc, solver, time_limit)
@@ -98,18 +99,16 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
     written, charts = None, []
     default_book = EXPORTS_DIR / f"{Path(scenario).stem}.xlsx"
     if not no_export or plot:
-        from planner.buildvsbuy import analyse
+        from planner.planning.breakeven import analyse
 
-        analysis = _with_progress(analyse, result, sc.solver.backend)
+        analysis = _with_progress(analyse, result)
     if not no_export:
-        from planner.export import write_workbook
+        from planner.render.xlsx import write_workbook
 
         target = Path(output) if output else default_book
         if output is None:
             target.parent.mkdir(parents=True, exist_ok=True)
-        written = write_workbook(
-            result, target, comparisons=analysis.comparisons, curves=analysis.curves
-        )
+        written = write_workbook(result, target, analysis)
     if plot:
         charts = _write_plots(result, analysis, written or Path(output or default_book))
     if as_json:
@@ -124,7 +123,7 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
 
 def _write_plots(result, analysis, workbook: Path) -> list[Path]:
     """PNG charts next to the workbook: frontier, demand and fleet, break-even."""
-    from planner import plots
+    from planner.render import png as plots
 
     if workbook.parent == EXPORTS_DIR:
         workbook.parent.mkdir(parents=True, exist_ok=True)
@@ -145,14 +144,14 @@ def _write_plots(result, analysis, workbook: Path) -> list[Path]:
     return out
 
 
-def _with_progress(analyse, result, backend):
+def _with_progress(analyse, result):
     """Run the build-vs-buy analysis with a progress bar on an interactive terminal."""
     if not sys.stderr.isatty() or not result.api_quotes:
-        return analyse(result, backend)
+        return analyse(result)
     with click.progressbar(
         length=len(result.api_quotes), label="break-even vs APIs", file=sys.stderr
     ) as bar:
-        return analyse(result, backend, bar.update)
+        return analyse(result, bar.update)
 
 
 def _solver_overrides(sc, solver, time_limit):
@@ -183,17 +182,18 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
 
     Example: planner compare scenarios/build-vs-api.yaml
     """
-    from planner.buildvsbuy import analyse
-    from planner.pipeline import plan as make_plan
-    from planner.report import compare_dict, render_compare, to_json
-    from planner.scenarios import load_scenario
+    from planner.inputs.scenarios import load_scenario
+    from planner.planning.breakeven import analyse
+    from planner.planning.pipeline import plan as make_plan
+    from planner.render.json import compare_dict, to_json
+    from planner.render.text import render_compare
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
     result = make_plan(sc, catalog)
-    analysis = _with_progress(analyse, result, sc.solver.backend)
+    analysis = _with_progress(analyse, result)
     rows, chart = analysis.comparisons, None
     if analysis.curves is not None and not no_plot:
-        from planner import plots
+        from planner.render import png as plots
 
         default = EXPORTS_DIR / f"{Path(scenario).stem}-break-even.png"
         target = Path(plot_path) if plot_path else default
@@ -261,9 +261,10 @@ def estimate(
     Example: planner estimate --model llama-3.1-70b --gpu h100-sxm --tp 4 --quant fp8
     --batch 32 --input-len 2048 --output-len 256
     """
-    from planner.estimate import EstimateRequest
-    from planner.estimate import estimate as run
-    from planner.report import estimate_dict, render_estimate, to_json
+    from planner.planning.estimate import EstimateRequest
+    from planner.planning.estimate import estimate as run
+    from planner.render.json import estimate_dict, to_json
+    from planner.render.text import render_estimate
 
     req = EstimateRequest(
         model=model,
@@ -292,8 +293,8 @@ def catalog_cmd(ctx, kind, as_json) -> None:
 
     Example: planner catalog gpus
     """
-    from planner.listing import catalog_records, catalog_table
-    from planner.report import to_json
+    from planner.render.catalog_tables import catalog_records, catalog_table
+    from planner.render.json import to_json
 
     records = catalog_records(_catalog(ctx), kind)
     click.echo(
@@ -323,9 +324,9 @@ def import_model(ctx, config, model_id, output, force) -> None:
 
     Example: planner model import ./Llama-3.1-8B/config.json --id my-llama
     """
-    from planner.catalog import catalog_dir
-    from planner.hf_import import model_from_hf_config, model_to_yaml
-    from planner.loading import read_json
+    from planner.inputs.catalog import catalog_dir
+    from planner.inputs.hf_import import model_from_hf_config, model_to_yaml
+    from planner.inputs.loading import read_json
     from planner.writing import write_text_atomic
 
     path = Path(config)
@@ -412,7 +413,7 @@ def validate(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
     Example: planner validate data/calibration/measured_public.csv
     """
     from planner.calibration import render_validation, validation
-    from planner.report import to_json
+    from planner.render.json import to_json
 
     rows, catalog = _read_inputs(
         ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
@@ -479,8 +480,8 @@ def calibrate(
     import datetime as dt
 
     from planner import calibration as cal
-    from planner.catalog import catalog_dir
-    from planner.report import to_json
+    from planner.inputs.catalog import catalog_dir
+    from planner.render.json import to_json
     from planner.writing import write_text_atomic
 
     if output == "-" and as_json:

@@ -13,9 +13,9 @@ import yaml
 from click.testing import CliRunner
 
 from planner import calibration as cal
-from planner.catalog import DEFAULT_CATALOG_DIR, load_catalog
 from planner.cli import cli
-from planner.loading import load_yaml_model
+from planner.inputs.catalog import DEFAULT_CATALOG_DIR, load_catalog
+from planner.inputs.loading import load_yaml_model
 from planner.schema.engine import EngineProfile
 
 IDENTITY = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--tp", "1", "--quant", "bf16"]

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from planner import calibration as cal
-from planner.catalog import load_catalog
-from planner.loading import load_yaml_model
+from planner.inputs.catalog import load_catalog
+from planner.inputs.loading import load_yaml_model
 from planner.perf import evaluate as ev
 from planner.schema.engine import EngineProfile
 

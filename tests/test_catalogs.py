@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.catalog import DEFAULT_CATALOG_DIR, Catalog, _load_folder, load_catalog
 from planner.errors import CatalogError
+from planner.inputs.catalog import DEFAULT_CATALOG_DIR, Catalog, _load_folder, load_catalog
 from planner.schema.hardware import Gpu
 
 REQUIRED_GPUS = {

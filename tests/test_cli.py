@@ -185,7 +185,7 @@ def check_workbook_against_json(path, plan):
     """The workbook's live formulas, evaluated from its own cells, give the JSON's figures."""
     from openpyxl import load_workbook
 
-    from planner.export import read_back
+    from planner.render.xlsx import read_back
 
     book = read_back(path)
     for key in (
@@ -231,7 +231,7 @@ def test_every_command_has_help_with_an_example():
 def test_model_import_writes_a_catalog_entry(tmp_path):
     import shutil
 
-    from planner.catalog import load_catalog
+    from planner.inputs.catalog import load_catalog
 
     catalog_copy = tmp_path / "catalogs"
     shutil.copytree(ROOT / "catalogs", catalog_copy)

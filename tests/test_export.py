@@ -14,13 +14,13 @@ import openpyxl
 import pandas as pd
 import pytest
 
-from planner import export
-from planner.buildvsbuy import compare, cost_curves
-from planner.catalog import load_catalog
 from planner.errors import InputError
-from planner.export import BASE_SHEETS, SHEETS, SUMMARY_CELLS, read_back, write_workbook
-from planner.pipeline import plan as make_plan
-from planner.scenarios import load_scenario
+from planner.inputs.catalog import load_catalog
+from planner.inputs.scenarios import load_scenario
+from planner.planning.breakeven import BuildVsBuy, analyse
+from planner.planning.pipeline import plan as make_plan
+from planner.render import xlsx as export
+from planner.render.xlsx import BASE_SHEETS, SHEETS, SUMMARY_CELLS, read_back, write_workbook
 from planner.schema.scenario import Scenario
 from planner.units import HOURS_PER_MONTH
 
@@ -82,15 +82,12 @@ def two_class_plan(catalog):
 @pytest.fixture(scope="module")
 def analysis(plan):
     """Break-even volumes and cost curves, computed once (MIP solves) and passed in."""
-    return {
-        "comparisons": compare(plan, plan.problem, plan.average_demand_factor),
-        "curves": cost_curves(plan.problem, plan, plan.cheapest_api, plan.average_demand_factor),
-    }
+    return analyse(plan)
 
 
 @pytest.fixture(scope="module")
-def written(plan, tmp_path_factory):
-    return write_workbook(plan, tmp_path_factory.mktemp("x") / "plan.xlsx")
+def written(plan, analysis, tmp_path_factory):
+    return write_workbook(plan, tmp_path_factory.mktemp("x") / "plan.xlsx", analysis)
 
 
 @pytest.fixture(scope="module")
@@ -103,17 +100,13 @@ def time_plan(catalog):
 
 @pytest.fixture(scope="module")
 def time_analysis(time_plan):
-    p = time_plan
-    return {
-        "comparisons": compare(p, p.problem, p.average_demand_factor),
-        "curves": cost_curves(p.problem, p, p.cheapest_api, p.average_demand_factor),
-    }
+    return analyse(time_plan)
 
 
 @pytest.fixture(scope="module")
 def time_written(time_plan, time_analysis, tmp_path_factory):
     path = tmp_path_factory.mktemp("t") / "diurnal.xlsx"
-    return write_workbook(time_plan, path, **time_analysis)
+    return write_workbook(time_plan, path, time_analysis)
 
 
 def _named_cell(wb: openpyxl.Workbook, name: str):
@@ -264,7 +257,7 @@ def test_non_finite_numbers_are_empty_cells(plan, analysis, tmp_path):
         fleet, deployments=(dataclasses.replace(fleet.deployments[0], ttft_ms=float("nan")),)
     )
     p = dataclasses.replace(plan, candidates=cands, fleet=odd)
-    ws = openpyxl.load_workbook(write_workbook(p, tmp_path / "nan.xlsx", **analysis))["Candidates"]
+    ws = openpyxl.load_workbook(write_workbook(p, tmp_path / "nan.xlsx", analysis))["Candidates"]
     cols = {name: i + 1 for i, (name, _, _) in enumerate(export.CANDIDATE_COLUMNS)}
     assert ws.cell(row=2, column=cols["tpot_ms"]).value is None
     assert ws.cell(row=3, column=cols["ttft_ms"]).value is None
@@ -292,7 +285,7 @@ def test_assumptions_are_shaded_with_a_legend(plan, written):
 
 def test_two_classes(two_class_plan, tmp_path):
     p = two_class_plan
-    path = write_workbook(p, tmp_path / "two.xlsx", comparisons=[], curves=())
+    path = write_workbook(p, tmp_path / "two.xlsx", BuildVsBuy([], None))
     got = read_back(path)
     assert close(got["total_cost_per_hour_usd"], p.fleet.total_cost_per_hour_usd)
     assert close(got["cost_per_1k_output_tokens_usd"], p.fleet.cost_per_1k_output_tokens_usd)
@@ -311,7 +304,7 @@ def test_large_candidate_table_is_fast(plan, analysis, tmp_path):
     big = pd.concat([plan.candidates] * reps, ignore_index=True).iloc[:20_000]
     p = dataclasses.replace(plan, candidates=big)
     start = time.perf_counter()
-    path = write_workbook(p, tmp_path / "big.xlsx", **analysis)
+    path = write_workbook(p, tmp_path / "big.xlsx", analysis)
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"{elapsed:.2f} s for 20,000 candidate rows"
     wb = openpyxl.load_workbook(path, read_only=True)
@@ -334,7 +327,7 @@ def test_failed_write_leaves_target_untouched(plan, analysis, tmp_path, monkeypa
 
     monkeypatch.setattr(openpyxl.Workbook, "save", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
-        write_workbook(plan, target, **analysis)
+        write_workbook(plan, target, analysis)
     assert target.read_bytes() == b"previous workbook"
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
@@ -348,7 +341,7 @@ def test_unreplaceable_target_is_an_input_error(plan, analysis, tmp_path, monkey
 
     monkeypatch.setattr(export.os, "replace", refuse)
     with pytest.raises(InputError, match="plan.xlsx"):
-        write_workbook(plan, target, **analysis)
+        write_workbook(plan, target, analysis)
     assert target.read_bytes() == b"previous workbook"
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
@@ -356,7 +349,7 @@ def test_unreplaceable_target_is_an_input_error(plan, analysis, tmp_path, monkey
 def test_replaces_an_existing_workbook(plan, analysis, tmp_path):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
-    write_workbook(plan, target, **analysis)
+    write_workbook(plan, target, analysis)
     assert openpyxl.load_workbook(target).sheetnames[0] == "Summary"
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
@@ -384,7 +377,7 @@ def test_read_only_folder_is_an_input_error(plan, analysis, tmp_path):
     folder.chmod(0o500)
     try:
         with pytest.raises(InputError, match="not writable"):
-            write_workbook(plan, folder / "plan.xlsx", **analysis)
+            write_workbook(plan, folder / "plan.xlsx", analysis)
     finally:
         folder.chmod(0o700)
 
@@ -396,7 +389,8 @@ def test_wrong_extension_is_an_input_error(plan, tmp_path):
 
 def test_minimal_hand_built_plan(tmp_path):
     """No candidates table, no assumptions, no API, no single-GPU plan, a timed-out solve."""
-    from planner.schema.plan import Deployment, FleetSummary, Plan, RequestClassPlan
+    from planner.planning.plan import Plan
+    from planner.schema.plan import Deployment, FleetSummary, RequestClassPlan
 
     line = Deployment(
         gpu="h100-sxm", tp=2, quant="fp8", kv_dtype="fp8", batch=64, replicas=3, gpus=6,
@@ -437,11 +431,11 @@ def test_minimal_hand_built_plan(tmp_path):
 
 
 def test_break_even_columns(plan, analysis, written):
-    """Computed inside write_workbook when not given: the same figures as compare()."""
+    """The figures planning's compare() computed, written as they are."""
     ws = openpyxl.load_workbook(written)["Build vs API"]
     headers = [c.value for c in ws[1]]
     assert headers[11:13] == ["break-even peak req/s", "break-even tokens/month (in + out)"]
-    by_quote = {c.quote: c for c in analysis["comparisons"]}
+    by_quote = {c.quote: c for c in analysis.comparisons}
     assert ws["L2"].value is None and ws["M2"].value is None  # the self-hosted row
     for i, q in enumerate(plan.api_quotes):
         r = i + 3
@@ -459,15 +453,15 @@ def test_break_even_columns(plan, analysis, written):
 
 
 def test_a_failed_break_even_still_writes_the_workbook(plan, tmp_path, monkeypatch):
-    from planner import buildvsbuy
     from planner.errors import SolverError
+    from planner.planning import breakeven as buildvsbuy
 
     def fail(*args, **kwargs):
         raise SolverError("the cbc solver failed: test")
 
     monkeypatch.setattr(buildvsbuy, "compare", fail)
     monkeypatch.setattr(buildvsbuy, "cost_curves", fail)
-    path = write_workbook(plan, tmp_path / "p.xlsx")
+    path = write_workbook(plan, tmp_path / "p.xlsx", buildvsbuy.analyse(plan))
     ws = openpyxl.load_workbook(path)["Build vs API"]
     notes = [c.value for c in ws["B"] if isinstance(c.value, str)]
     assert any("break-even volumes not computed" in n for n in notes)
@@ -524,7 +518,7 @@ def test_frontier_chart_plots_sla_feasible_candidates(plan, written):
 def test_break_even_chart_data(plan, analysis, written):
     ws = openpyxl.load_workbook(written)["Charts"]
     first = export.CHART_TABLE_ROW + 2
-    volume, own, api = analysis["curves"]
+    volume, own, api = analysis.curves
     table = _table(ws, first, "MNO")
     assert len(table) == len(volume)
     for (v, o, a), row in zip(zip(volume, own, api, strict=True), table, strict=True):
@@ -540,7 +534,7 @@ def test_break_even_chart_data(plan, analysis, written):
 
 
 def test_two_class_frontiers(two_class_plan, tmp_path):
-    path = write_workbook(two_class_plan, tmp_path / "two.xlsx", comparisons=[], curves=())
+    path = write_workbook(two_class_plan, tmp_path / "two.xlsx", BuildVsBuy([], None))
     wb = openpyxl.load_workbook(path)
     assert wb["Build vs API"]["L3"].value is None
     charts = wb["Charts"]._charts
@@ -690,7 +684,7 @@ def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_
 def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_written):
     got = read_back(time_written)
     ws = openpyxl.load_workbook(time_written)["Build vs API"]
-    by_quote = {c.quote: c for c in time_analysis["comparisons"]}
+    by_quote = {c.quote: c for c in time_analysis.comparisons}
     found = set()
     for i, q in enumerate(time_plan.api_quotes):
         r = i + 3
@@ -719,7 +713,7 @@ def test_monthly_cost_chart(time_plan, time_written):
 
 def test_time_plan_write_is_fast(time_plan, time_analysis, tmp_path):
     start = time.perf_counter()
-    write_workbook(time_plan, tmp_path / "fast.xlsx", **time_analysis)
+    write_workbook(time_plan, tmp_path / "fast.xlsx", time_analysis)
     elapsed = time.perf_counter() - start
     assert elapsed < 2.0, f"{elapsed:.2f} s"
 
@@ -737,7 +731,7 @@ def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
     p = make_plan(Scenario.model_validate(doc), catalog)
     ot = p.over_time
     assert sum(ot.solution.owned.values()) > 0  # the case this test is about
-    path = write_workbook(p, tmp_path / "owned.xlsx", comparisons=[], curves=())
+    path = write_workbook(p, tmp_path / "owned.xlsx", BuildVsBuy([], None))
     got = read_back(path)
     wb = openpyxl.load_workbook(path)
     for fact in (f for f in ot.prices if f.tier == "owned"):

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.errors import PlannerError
-from planner.pipeline import plan
-from planner.scenarios import load_scenario
+from planner.inputs.scenarios import load_scenario
+from planner.planning.pipeline import plan
 from planner.units import HOURS_PER_MONTH
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"

@@ -1,4 +1,4 @@
-"""planner.hf_import: HF config.json -> Model, parameter counts pinned to models.csv."""
+"""planner.inputs.hf_import: HF config.json -> Model, parameter counts pinned to models.csv."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from planner.errors import InputError
-from planner.hf_import import SUPPORTED_ARCHITECTURES, model_from_hf_config, model_to_yaml
+from planner.inputs.hf_import import SUPPORTED_ARCHITECTURES, model_from_hf_config, model_to_yaml
 from planner.schema.model import Model
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_configs"

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.errors import InfeasibleError
-from planner.pipeline import plan
+from planner.planning.pipeline import plan
 from planner.schema.scenario import Scenario
 
 GPUS = ["h100-sxm", "l40s", "a100-80gb", "h200", "rtx-4090"]

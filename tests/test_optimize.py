@@ -11,7 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.optimize import FleetProblem, solve_fleet, synthetic_problem
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.fleet.synthetic import synthetic_problem
+
+OPTIONS = SolverOptions(time_limit_s=60)
 
 
 def load_feasible(problem: FleetProblem, n: tuple[int, ...]) -> bool:
@@ -98,7 +102,7 @@ def problems(draw, max_classes: int = 2):
 def test_mip_matches_brute_force(problem):
     """Brute force enumerates up to 5 replicas per candidate. When the MIP's fleet lies in
     that box the two optima must be equal; when it uses more, it must be no dearer."""
-    solution = solve_fleet(problem, time_limit_s=10)
+    solution = solve_fleet(problem, OPTIONS)
     expected = brute_force(problem, max_n=5)
     inside = solution.status != "infeasible" and (solution.replicas <= 5).all()
     if solution.status == "infeasible":
@@ -113,7 +117,7 @@ def test_mip_matches_brute_force(problem):
 
 @given(problems())
 def test_solution_meets_its_own_constraints(problem):
-    solution = solve_fleet(problem, time_limit_s=10)
+    solution = solve_fleet(problem, OPTIONS)
     if solution.status == "infeasible":
         return
     n = tuple(int(k) for k in solution.replicas)
@@ -139,7 +143,7 @@ def test_hand_example_prefers_the_cheaper_capacity():
         capacity=np.array([[4.0], [3.0]]),
         demand=np.array([10.0]),
     )
-    sol = solve_fleet(problem)
+    sol = solve_fleet(problem, OPTIONS)
     assert sol.status == "optimal"
     assert sol.cost_per_hour == pytest.approx(7.0)
     assert list(sol.replicas) == [1, 2]
@@ -153,9 +157,9 @@ def test_inventory_and_budget_make_it_infeasible():
         capacity=np.array([[1.0]]),
         demand=np.array([3.0]),
     )
-    assert solve_fleet(FleetProblem(**base, inventory={"a": 4})).status == "infeasible"
-    assert solve_fleet(FleetProblem(**base, budget_per_hour=10.0)).status == "infeasible"
-    assert solve_fleet(FleetProblem(**base)).cost_per_hour == pytest.approx(12.0)
+    assert solve_fleet(FleetProblem(**base, inventory={"a": 4}), OPTIONS).status == "infeasible"
+    assert solve_fleet(FleetProblem(**base, budget_per_hour=10.0), OPTIONS).status == "infeasible"
+    assert solve_fleet(FleetProblem(**base), OPTIONS).cost_per_hour == pytest.approx(12.0)
 
 
 def test_highs_backend_agrees_with_cbc():
@@ -167,8 +171,8 @@ def test_highs_backend_agrees_with_cbc():
         demand=np.array([7.0, 3.0]),
         min_replicas=2,
     )
-    cbc = solve_fleet(problem, "cbc")
-    highs = solve_fleet(problem, "highs")
+    cbc = solve_fleet(problem, SolverOptions("cbc", 60))
+    highs = solve_fleet(problem, SolverOptions("highs", 60))
     assert cbc.cost_per_hour == pytest.approx(highs.cost_per_hour)
 
 
@@ -178,7 +182,7 @@ def _hard_instance() -> FleetProblem:
 
 
 def test_time_limit_returns_the_best_plan_with_its_gap():
-    sol = solve_fleet(_hard_instance(), "cbc", time_limit_s=0.3)
+    sol = solve_fleet(_hard_instance(), SolverOptions("cbc", 0.3))
     assert sol.status == "time_limit"
     assert 0 < sol.gap < 1 and sol.lower_bound < sol.cost_per_hour
 
@@ -187,5 +191,5 @@ def test_no_plan_within_the_time_limit_is_a_solver_error():
     from planner.errors import SolverError
 
     with pytest.raises(SolverError, match="without any feasible fleet") as err:
-        solve_fleet(_hard_instance(), "cbc", time_limit_s=0.01)
+        solve_fleet(_hard_instance(), SolverOptions("cbc", 0.01))
     assert err.value.exit_code == 3

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.pipeline import plan
-from planner.report import plan_dict, to_json
-from planner.scenarios import load_scenario
+from planner.inputs.scenarios import load_scenario
+from planner.planning.pipeline import plan
+from planner.render.json import plan_dict, to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 

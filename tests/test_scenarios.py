@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from planner.cli import cli
 from planner.errors import InfeasibleError, InputError
-from planner.pipeline import plan
-from planner.scenarios import load_scenario
+from planner.inputs.scenarios import load_scenario
+from planner.planning.pipeline import plan
 
 BASE = {
     "model": "llama-3.1-8b",

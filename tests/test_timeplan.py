@@ -8,15 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.buildvsbuy import SelfCost, api_cost_per_request, break_even_scale
-from planner.optimize import FleetProblem, TierPrices, TimeProblem, solve_time
-from planner.pipeline import plan
-from planner.scenarios import load_scenario, read_demand_csv
+from planner.fleet.overtime import TierPrices, TimeProblem, solve_time
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem
+from planner.inputs.scenarios import load_scenario, read_demand_csv
+from planner.planning.breakeven import SelfCost, api_cost_per_request, break_even_scale
+from planner.planning.pipeline import plan
+from planner.planning.timeplan import group_slots, month_blocks, owned_hourly_cost
 from planner.schema.finance import Owned
 from planner.schema.plan import ApiQuote
-from planner.timeplan import group_slots, month_blocks, owned_hourly_cost
 
 ROOT = Path(__file__).resolve().parent.parent
+OPTIONS = SolverOptions(time_limit_s=60)
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +103,10 @@ def test_time_mip_hand_example():
         hours=np.array([100.0, 100.0]),
         prices=TierPrices(on_demand={"g": 2.0}, reserved={"g": 1.5}),
     )
-    sol = solve_time(problem)
+    sol = solve_time(problem, OPTIONS)
     assert sol.total_cost == pytest.approx(700.0)
     assert sol.reserved == {"g": 1}
-    assert solve_time(problem.without("reserved")).total_cost == pytest.approx(800.0)
+    assert solve_time(problem.without("reserved"), OPTIONS).total_cost == pytest.approx(800.0)
 
 
 def test_spot_share_is_capped():
@@ -118,7 +121,7 @@ def test_spot_share_is_capped():
         spot_max_share=0.3,
         preemption_overhead=0.1,
     )
-    sol = solve_time(problem)
+    sol = solve_time(problem, OPTIONS)
     # 3 req/s on spot need ceil(3 / 0.9) = 4 spot GPUs; 7 on demand: 4 x 0.5 + 7 x 2 = 16
     assert sol.total_cost == pytest.approx(16.0)
     assert int(sol.spot_gpus.sum()) == 4
@@ -139,14 +142,14 @@ def test_break_even_hand_computed():
     quote = ApiQuote("p", "m", 1.0, 10.0, 0, 0, 0, "test", "2026")
     per_request = api_cost_per_request(quote, 1000, 100)
     assert per_request == pytest.approx(0.002)
-    scale = break_even_scale(SelfCost(problem), per_request * 3600, 1.0, rel_tol=1e-7)
+    scale = break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 1.0, rel_tol=1e-7)
     assert scale == pytest.approx(10 / 7.2, rel=1e-5)
     # with a profile averaging 80% of the peak the API bill is 5.76 $/h per peak req/s: the
     # one-replica fleet breaks even at 10 / 5.76 = 1.736 req/s
-    scale = break_even_scale(SelfCost(problem), per_request * 3600, 0.8, rel_tol=1e-7)
+    scale = break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 0.8, rel_tol=1e-7)
     assert scale == pytest.approx(10 / 5.76, rel=1e-5)
     # averaging half the peak, the API (3.6 $/h per req/s) always beats $5 per req/s of fleet
-    assert break_even_scale(SelfCost(problem), per_request * 3600, 0.5) is None
+    assert break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 0.5) is None
 
 
 def test_demand_csv_becomes_hour_of_week_fractions(tmp_path):

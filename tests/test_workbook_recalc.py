@@ -18,10 +18,10 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from planner.catalog import load_catalog
-from planner.export import CANDIDATES, read_back, write_workbook
-from planner.pipeline import plan as make_plan
-from planner.scenarios import load_scenario
+from planner.inputs.catalog import load_catalog
+from planner.inputs.scenarios import load_scenario
+from planner.planning.pipeline import plan as make_plan
+from planner.render.xlsx import CANDIDATES, read_back, write_workbook
 from planner.units import HOURS_PER_MONTH
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,9 +129,9 @@ def plan():
 
 @pytest.fixture(scope="module")
 def comparisons(plan):
-    from planner.buildvsbuy import compare
+    from planner.planning.breakeven import compare
 
-    return {c.quote: c for c in compare(plan, plan.problem, plan.average_demand_factor)}
+    return {c.quote: c for c in compare(plan)}
 
 
 @pytest.fixture(scope="module")
@@ -141,8 +141,10 @@ def folder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def written(plan, folder):
-    """As `planner solve` writes it: break-even volumes and curves computed inside."""
-    return write_workbook(plan, folder / "diurnal.xlsx")
+    """As `planner solve` writes it, with the break-even analysis."""
+    from planner.planning.breakeven import analyse
+
+    return write_workbook(plan, folder / "diurnal.xlsx", analyse(plan))
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ from planner.calibration.prediction import (
 from planner.calibration.profile_file import profile_document
 from planner.calibration.recipes import _fmt_constants
 from planner.calibration.scoring import error_table, overall_errors
-from planner.catalog import Catalog
 from planner.errors import InputError, unknown_name_message
+from planner.inputs.catalog import Catalog
 from planner.schema.engine import EngineProfile
 
 # ---- validate ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pandas as pd
 
 from planner.calibration.measurements import MEASURED, METRICS, PREDICTED, SERVER_ENGINES
 from planner.calibration.prediction import Design, build_design
-from planner.catalog import Catalog
+from planner.inputs.catalog import Catalog
 from planner.schema.engine import Efficiency, EngineProfile
 
 FIT_PARAMS: tuple[str, ...] = (

@@ -14,9 +14,9 @@ import pandas as pd
 from planner.calibration.measurements import read_csv_measurements
 from planner.calibration.prediction import _deployment
 from planner.calibration.vllm_results import Identity, read_json_results, vllm_result_rows
-from planner.catalog import Catalog
 from planner.errors import InputError
-from planner.loading import read_text
+from planner.inputs.catalog import Catalog
+from planner.inputs.loading import read_text
 
 _T = TypeVar("_T")
 

@@ -42,9 +42,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from planner.catalog import Catalog, load_catalog
 from planner.errors import InputError
-from planner.loading import read_text
+from planner.inputs.catalog import Catalog, load_catalog
+from planner.inputs.loading import read_text
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_CSV = PROJECT_DIR / "data" / "calibration" / "measured_public.csv"

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from planner.calibration.measurements import MEASURED, METRICS, PREDICTED
-from planner.catalog import Catalog
+from planner.inputs.catalog import Catalog
 from planner.perf import evaluate as ev
 from planner.perf import roofline as rf
 from planner.perf.candidates import IDEAL, GridSpec, deployment_rows

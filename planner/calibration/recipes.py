@@ -12,7 +12,7 @@ import pandas as pd
 from planner.calibration.fit import FIT_PARAMS, fit_profile
 from planner.calibration.measurements import SERVER_ENGINES, usable
 from planner.calibration.prediction import predict
-from planner.catalog import Catalog
+from planner.inputs.catalog import Catalog
 from planner.schema.engine import Efficiency, EngineProfile
 
 # Starting values and the constants that are not fitted (eta_kv, mem_util, runtime reserve):

@@ -24,7 +24,7 @@ from planner.calibration.measurements import (
     engine_label,
 )
 from planner.errors import InputError
-from planner.loading import json_error, read_text
+from planner.inputs.loading import json_error, read_text
 
 VLLM_SOURCE_KEY = "vllm-bench-serve"
 VLLM_METRIC_KEYS: dict[str, tuple[str, ...]] = {

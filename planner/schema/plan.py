@@ -1,11 +1,8 @@
-"""The plan: what `pipeline.plan()` returns and every report or export renders."""
+"""Records of a plan: request classes as planned, fleet lines, totals and API quotes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -78,40 +75,3 @@ class ApiQuote:
     cost_per_1k_output_tokens_usd: float
     source: str
     as_of: str
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Everything planner concluded for one scenario."""
-
-    scenario_name: str
-    model_id: str
-    engine: str
-    classes: tuple[RequestClassPlan, ...]
-    utilisation: float
-    fleet: FleetSummary
-    single_gpu_best: FleetSummary | None
-    single_gpu_best_gpu: str | None
-    candidates: pd.DataFrame  # every evaluated row, with sla_ok and why it failed
-    offered: pd.DataFrame  # SLA-feasible candidates given to the solver, capacity per class
-    api_quotes: tuple[ApiQuote, ...]
-    assumptions: pd.DataFrame
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    timings_s: dict[str, float] = field(default_factory=dict)
-    over_time: Any = None  # planner.timeplan.TimePlan when the scenario has a finance section
-    problem: Any = None  # planner.optimize.FleetProblem the fleet was solved from
-
-    @property
-    def average_demand_factor(self) -> float:
-        """Mean demand over the day or week as a fraction of the peak (1 without a profile)."""
-        if self.over_time is None:
-            return 1.0
-        return float(self.over_time.profile.mean())
-
-    @property
-    def total_requests_per_s(self) -> float:
-        return sum(c.requests_per_second for c in self.classes)
-
-    @property
-    def cheapest_api(self) -> ApiQuote | None:
-        return min(self.api_quotes, key=lambda q: q.cost_per_hour_usd, default=None)

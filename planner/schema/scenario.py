@@ -181,10 +181,12 @@ class Constraints(Strict):
 
 
 class Solver(Strict):
-    """MIP backend and its time limit."""
+    """How every MIP and LP of the plan is solved (planner.fleet.solver.SolverOptions)."""
 
-    backend: Literal["cbc", "highs"] = "cbc"
-    time_limit_s: float = Field(default=5.0, gt=0, le=3600)
+    backend: Literal["cbc", "highs"] = "highs"
+    time_limit_s: float = Field(default=5.0, gt=0, le=3600, allow_inf_nan=False)
+    relative_gap: float = Field(default=1e-4, ge=0, lt=1, allow_inf_nan=False)
+    threads: int = Field(default=1, ge=1, le=256)
 
 
 class Scenario(Strict):

@@ -1,0 +1,182 @@
+"""The steady-state fleet mixed-integer program of MODEL.md.
+
+minimise    sum_c kappa[c] n[c]
+subject to  sum_c x[c,w] = lambda[w]              demand_{w}
+            sum_w x[c,w] / mu[c,w] <= n[c]        capacity_{c}  (mu already at rho)
+            sum_{c on g} t[c] n[c] <= avail[g]    inventory_{g}
+            sum_c t[c] n[c] <= max_gpus           max_gpus
+            sum_c n[c] >= min_replicas            redundancy
+            sum_c kappa[c] n[c] <= budget         budget
+            n integer >= 0, x >= 0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pulp
+
+from planner.errors import SolverError
+from planner.fleet.solver import SolverOptions, solve, value
+
+TIE_BREAK_PER_GPU = 1e-6  # among equal-cost fleets prefer fewer GPUs, deterministically
+
+
+@dataclass(frozen=True)
+class FleetProblem:
+    """Candidates (rows) x request classes (columns) with capacities and costs."""
+
+    gpu: tuple[str, ...]
+    tp: tuple[int, ...]
+    cost_per_hour: np.ndarray
+    capacity: np.ndarray  # requests/s one replica carries per class at planned load; 0 = no
+    demand: np.ndarray
+    inventory: dict[str, int] = field(default_factory=dict)
+    max_gpus: int | None = None
+    budget_per_hour: float | None = None
+    min_replicas: int = 0
+
+    @property
+    def n_candidates(self) -> int:
+        return len(self.gpu)
+
+    def restricted(self, keep: np.ndarray) -> FleetProblem:
+        """The same problem over a subset of candidates."""
+        idx = np.flatnonzero(keep)
+        return replace(
+            self,
+            gpu=tuple(self.gpu[i] for i in idx),
+            tp=tuple(self.tp[i] for i in idx),
+            cost_per_hour=self.cost_per_hour[idx],
+            capacity=self.capacity[idx],
+        )
+
+    def relaxed(self, *, budget: bool = False, gpus: bool = False) -> FleetProblem:
+        """Drop the budget and/or the GPU-count limits (to explain infeasibility)."""
+        return replace(
+            self,
+            inventory={} if gpus else self.inventory,
+            max_gpus=None if gpus else self.max_gpus,
+            budget_per_hour=None if budget else self.budget_per_hour,
+        )
+
+    def scaled(self, factor: float) -> FleetProblem:
+        """The same problem at `factor` times the demand of every class."""
+        return replace(self, demand=self.demand * factor)
+
+
+@dataclass(frozen=True)
+class FleetSolution:
+    """What the solver found, stated honestly."""
+
+    status: str  # optimal | time_limit | infeasible
+    replicas: np.ndarray
+    load: np.ndarray
+    cost_per_hour: float
+    lower_bound: float
+    solve_seconds: float
+    backend: str
+
+    @property
+    def gap(self) -> float:
+        """Relative gap between the plan and the LP lower bound (0 when proven optimal)."""
+        if self.status == "optimal" or not math.isfinite(self.cost_per_hour):
+            return 0.0
+        return max(self.cost_per_hour - self.lower_bound, 0.0) / max(self.cost_per_hour, 1e-12)
+
+    def widened(self, keep: np.ndarray) -> FleetSolution:
+        """A solution of `problem.restricted(keep)` stated over the full candidate list."""
+        replicas = np.zeros(keep.shape[0], dtype=np.int64)
+        replicas[keep] = self.replicas
+        load = np.zeros((keep.shape[0], self.load.shape[1]))
+        load[keep] = self.load
+        return replace(self, replicas=replicas, load=load)
+
+
+def _replica_bound(problem: FleetProblem, c: int) -> int:
+    """A safe upper bound on replicas of one candidate."""
+    caps = problem.capacity[c]
+    need = sum(d / m for d, m in zip(problem.demand, caps, strict=True) if m > 0)
+    return int(math.ceil(need)) + problem.min_replicas + 1
+
+
+def build_lp(problem: FleetProblem, integer: bool = True) -> tuple[pulp.LpProblem, list, dict]:
+    """The PuLP model with named constraints: demand_<w>, capacity_<c>, inventory_<gpu>."""
+    lp = pulp.LpProblem("fleet", pulp.LpMinimize)
+    cat = pulp.LpInteger if integer else pulp.LpContinuous
+    replicas = [
+        pulp.LpVariable(f"n_{c}", lowBound=0, upBound=_replica_bound(problem, c), cat=cat)
+        for c in range(problem.n_candidates)
+    ]
+    load: dict[tuple[int, int], pulp.LpVariable] = {}
+    for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True):
+        load[int(c), int(w)] = pulp.LpVariable(f"x_{c}_{w}", lowBound=0)
+    cost = pulp.lpSum(float(k) * v for k, v in zip(problem.cost_per_hour, replicas, strict=True))
+    gpus = pulp.lpSum(t * v for t, v in zip(problem.tp, replicas, strict=True))
+    lp += cost + TIE_BREAK_PER_GPU * gpus
+    for w, demand in enumerate(problem.demand):
+        served = [v for (c, ww), v in load.items() if ww == w]
+        lp += pulp.lpSum(served) == float(demand), f"demand_{w}"
+    for c in range(problem.n_candidates):
+        used = [v * (1.0 / float(problem.capacity[c, w])) for (cc, w), v in load.items() if cc == c]
+        lp += pulp.lpSum(used) <= replicas[c], f"capacity_{c}"
+    _add_fleet_limits(lp, problem, replicas, cost, gpus)
+    return lp, replicas, load
+
+
+def _add_fleet_limits(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, cost, gpus):
+    for gpu_id, avail in sorted(problem.inventory.items()):
+        used = [
+            t * v for g, t, v in zip(problem.gpu, problem.tp, replicas, strict=True) if g == gpu_id
+        ]
+        if used:
+            lp += pulp.lpSum(used) <= avail, f"inventory_{gpu_id}"
+    if problem.max_gpus is not None:
+        lp += gpus <= problem.max_gpus, "max_gpus"
+    if problem.min_replicas > 0:
+        lp += pulp.lpSum(replicas) >= problem.min_replicas, "redundancy"
+    if problem.budget_per_hour is not None:
+        lp += cost <= problem.budget_per_hour, "budget"
+
+
+def lp_lower_bound(problem: FleetProblem, options: SolverOptions) -> float:
+    """The LP relaxation's optimum: a lower bound on any fleet's cost."""
+    lp, _, _ = build_lp(problem, integer=False)
+    if solve(lp, options).status != "optimal":
+        return math.inf
+    return value(lp.objective)
+
+
+def solve_fleet(
+    problem: FleetProblem, options: SolverOptions, lp_path: str | None = None
+) -> FleetSolution:
+    """Solve the fleet MIP; the status says optimal, time_limit (with gap) or infeasible."""
+    empty = np.zeros(problem.n_candidates, dtype=np.int64)
+    no_load = np.zeros(problem.capacity.shape)
+    infeasible = FleetSolution(
+        "infeasible", empty, no_load, math.inf, math.inf, 0.0, options.backend
+    )
+    if problem.n_candidates == 0:
+        return infeasible
+    lp, replicas, load = build_lp(problem)
+    if lp_path:
+        lp.writeLP(lp_path)
+    outcome = solve(lp, options)
+    if outcome.status == "infeasible":
+        return replace(infeasible, solve_seconds=outcome.seconds)
+    if outcome.status == "none":
+        raise SolverError(
+            f"the {options.backend} solver stopped after {options.time_limit_s:g} s without "
+            "any feasible fleet; raise solver.time_limit_s or narrow the search"
+        )
+    chosen = np.array([int(round(value(v))) for v in replicas], dtype=np.int64)
+    carried = no_load.copy()
+    for (c, w), v in load.items():
+        carried[c, w] = max(value(v), 0.0)
+    cost = float(np.dot(problem.cost_per_hour, chosen))
+    bound = cost if outcome.status == "optimal" else lp_lower_bound(problem, options)
+    return FleetSolution(
+        outcome.status, chosen, carried, cost, bound, outcome.seconds, options.backend
+    )

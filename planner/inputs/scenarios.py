@@ -1,0 +1,130 @@
+"""Reading a scenario file: strict validation, and a config.json model imported on the way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.errors import InputError, unknown_name_message
+from planner.inputs.catalog import Catalog
+from planner.inputs.hf_import import model_from_hf_config
+from planner.inputs.loading import read_json, read_yaml, validate
+from planner.schema.scenario import Scenario
+
+
+def _looks_like_path(model: str) -> bool:
+    return model.endswith(".json") or "/" in model or "\\" in model
+
+
+def _import_model(scenario: Scenario, path: Path, catalog: Catalog) -> tuple[Scenario, Catalog]:
+    """Resolve `model: path/to/config.json` (relative to the scenario) into a catalog entry."""
+    config_path = Path(scenario.model)
+    if not config_path.is_absolute():
+        config_path = path.parent / config_path
+    if not config_path.is_file():
+        raise InputError(
+            f"{path}: model: '{scenario.model}' is neither a catalog id nor an existing "
+            f"config.json (looked for {config_path})"
+        )
+    stem = config_path.parent.name if config_path.name == "config.json" else config_path.stem
+    model_id = stem.lower().replace(" ", "-") or "imported-model"
+    try:
+        model = model_from_hf_config(read_json(config_path), model_id, str(config_path))
+    except InputError as exc:
+        raise InputError(f"{path}: model: {exc.message}") from None
+    return scenario.model_copy(update={"model": model.id}), catalog.with_model(model)
+
+
+def read_demand_csv(path: Path, source: Path) -> list[float]:
+    """A CSV of `timestamp,requests_per_second` as 168 hour-of-week fractions of its peak."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path)
+    except FileNotFoundError:
+        raise InputError(f"{source}: finance.profile.csv: file not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{source}: finance.profile.csv: cannot read {path}: {exc}") from None
+    missing = {"timestamp", "requests_per_second"} - set(frame.columns)
+    if missing:
+        raise InputError(
+            f"{source}: finance.profile.csv: {path} lacks column(s) "
+            f"{', '.join(sorted(missing))}; expected timestamp,requests_per_second"
+        )
+    stamps = pd.to_datetime(frame["timestamp"], errors="coerce", utc=True)
+    rate = pd.to_numeric(frame["requests_per_second"], errors="coerce")
+    bad = stamps.isna() | rate.isna() | (rate < 0)
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0]) + 2
+        raise InputError(
+            f"{source}: finance.profile.csv: {path} line {row}: expected an ISO "
+            "timestamp and a non-negative requests_per_second"
+        )
+    hour = stamps.dt.day_of_week * 24 + stamps.dt.hour
+    by_hour = rate.groupby(hour).mean().reindex(range(168))
+    if by_hour.isna().any():
+        by_hour = by_hour.fillna(
+            rate.groupby(stamps.dt.hour)
+            .mean()
+            .reindex([h % 24 for h in range(168)])
+            .set_axis(range(168))
+        )
+    if by_hour.isna().any() or by_hour.max() <= 0:
+        raise InputError(
+            f"{source}: finance.profile.csv: {path} must cover every hour of the "
+            "day with some demand"
+        )
+    return list((by_hour / by_hour.max()).astype(float))
+
+
+def _resolve_profile(scenario: Scenario, path: Path) -> Scenario:
+    """Read a demand CSV named in the scenario (relative to it) into the hourly profile."""
+    fin = scenario.finance
+    if fin is None or fin.profile.csv is None:
+        return scenario
+    csv = Path(fin.profile.csv)
+    csv = csv if csv.is_absolute() else path.parent / csv
+    profile = fin.profile.model_copy(update={"hourly": read_demand_csv(csv, path), "csv": None})
+    return scenario.model_copy(update={"finance": fin.model_copy(update={"profile": profile})})
+
+
+def load_scenario(path: str | Path, catalog: Catalog) -> tuple[Scenario, Catalog]:
+    """Validate a scenario file; its name defaults to the file's stem."""
+    path = Path(path)
+    scenario = validate(read_yaml(path), Scenario, path)
+    scenario = _resolve_profile(scenario, path)
+    if scenario.name is None:
+        scenario = scenario.model_copy(update={"name": path.stem})
+    if scenario.model not in catalog.models:
+        if _looks_like_path(scenario.model):
+            return _import_model(scenario, path, catalog)
+        raise InputError(
+            f"{path}: model: " + unknown_name_message("model", scenario.model, catalog.models)
+        )
+    _check_ids(scenario, path, catalog)
+    return scenario, catalog
+
+
+def _check_ids(scenario: Scenario, path: Path, catalog: Catalog) -> None:
+    """Every id the scenario names must be in the catalog; misspellings get a suggestion."""
+    checks = [
+        ("engine", [scenario.engine], catalog.engines, "engine profile"),
+        ("search.quants", scenario.search.quants, catalog.quants, "quantization"),
+        ("hardware.gpus", scenario.hardware.gpus or [], catalog.gpus, "GPU"),
+        ("hardware.exclude", scenario.hardware.exclude, catalog.gpus, "GPU"),
+        ("hardware.inventory", list(scenario.hardware.inventory), catalog.gpus, "GPU"),
+        (
+            "hardware.pricing.usd_per_gpu_hour",
+            list(scenario.hardware.pricing.usd_per_gpu_hour),
+            catalog.gpus,
+            "GPU",
+        ),
+    ]
+    for key, ids, table, kind in checks:
+        for i, item in enumerate(ids):
+            if item not in table:
+                where = (
+                    f"{key}[{i}]"
+                    if key in ("search.quants", "hardware.gpus", "hardware.exclude")
+                    else key
+                )
+                raise InputError(f"{path}: {where}: " + unknown_name_message(kind, item, table))

@@ -1,0 +1,208 @@
+"""Build vs buy: self-hosting on the optimal fleet against every API offering of the model.
+
+The self-hosted fleet is sized for the peak and paid around the clock; an API is paid per
+token of the traffic actually served. With a demand profile, the API bill follows the average
+demand (the profile's mean times the peak), which is what makes a fleet sized for the peak
+idle at night and the API relatively cheaper at low volume.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from planner.errors import SolverError
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.money.pricing import api_usd_per_hour
+from planner.planning.plan import Plan
+from planner.schema.plan import ApiQuote
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
+
+SCALES = np.geomspace(1e-3, 1e3, 61)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One API offering against self-hosting, at the scenario's demand and at break-even."""
+
+    quote: ApiQuote
+    api_cost_per_request_usd: float
+    api_monthly_usd: float
+    self_monthly_usd: float
+    break_even_peak_requests_per_s: float | None  # None: self-hosting never wins in range
+    break_even_tokens_per_month: float | None
+
+
+def api_cost_per_request(quote: ApiQuote, input_tokens: float, output_tokens: float) -> float:
+    """Input and output tokens at the offering's per-1M prices."""
+    return (input_tokens * quote.input_usd_per_1m + output_tokens * quote.output_usd_per_1m) / (
+        TOKENS_PER_1M
+    )
+
+
+def api_cost_per_hour(
+    quote: ApiQuote, rates: np.ndarray, inputs: np.ndarray, outputs: np.ndarray
+) -> float:
+    """$/h of serving `rates` requests/s per class through the API."""
+    return api_usd_per_hour(
+        quote.input_usd_per_1m,
+        quote.output_usd_per_1m,
+        float((rates * inputs).sum()),
+        float((rates * outputs).sum()),
+    )
+
+
+class SelfCost:
+    """The optimal fleet's $/h as a function of a demand scale, memoised: one MIP per scale,
+    shared by every API offering's break-even search."""
+
+    def __init__(self, problem: FleetProblem, options: SolverOptions) -> None:
+        # break-even asks what the fleet costs at any volume: no GPU cap or budget applies
+        self.problem = replace(problem, max_gpus=None, budget_per_hour=None)
+        self.options = options
+        self.cache: dict[float, float] = {}
+
+    def __call__(self, scale: float) -> float:
+        key = round(float(scale), 12)
+        if key not in self.cache:
+            sol = solve_fleet(self.problem.scaled(scale), self.options)
+            self.cache[key] = sol.cost_per_hour if sol.status != "infeasible" else math.inf
+        return self.cache[key]
+
+
+def break_even_scale(
+    self_cost: SelfCost, api_per_hour_at_1: float, average_factor: float, rel_tol: float = 1e-4
+) -> float | None:
+    """The smallest demand scale at which self-hosting costs no more than the API.
+
+    The fleet cost is a nondecreasing step function of demand; the API's is a line through
+    zero (at the average demand). Scan a geometric grid for the first scale where
+    self-hosting wins, then walk down the flat steps: on a step of cost c the line meets it
+    at c / slope, which is exact; bisect only where the crossing sits on a step's edge.
+    """
+    slope = api_per_hour_at_1 * average_factor
+
+    def gap(scale: float) -> float:
+        return self_cost(scale) - slope * scale
+
+    previous = None
+    for scale in SCALES:
+        if gap(scale) <= 0:
+            if previous is None:
+                return float(scale)
+            return _refine(self_cost, slope, previous, float(scale), rel_tol)
+        previous = float(scale)
+    return None
+
+
+def _refine(self_cost: SelfCost, slope: float, lo: float, hi: float, rel_tol: float) -> float:
+    """The first crossing in (lo, hi], given gap(lo) > 0 >= gap(hi)."""
+    while True:
+        meet = self_cost(hi) / slope  # where the line meets the step that hi stands on
+        if meet <= lo or meet >= hi:
+            break
+        if self_cost(meet) < self_cost(hi):  # a lower step before hi: walk down to it
+            hi = meet
+            continue
+        hi = meet  # flat from meet to hi and the line is above it from meet on: exact
+        if self_cost(lo) - slope * lo > 0 and self_cost(meet) <= slope * meet:
+            return meet
+        break
+    while hi - lo > rel_tol * hi:  # the crossing is at a step's edge
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if self_cost(mid) <= slope * mid else (mid, hi)
+    return hi
+
+
+def compare(
+    plan: Plan,
+    self_cost: SelfCost | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[Comparison]:
+    """Every API offering against the plan, with break-even volumes, cheapest API first."""
+    if plan.problem is None:
+        return []
+    average_factor = plan.average_demand_factor
+    rates, inputs, outputs = _class_arrays(plan)
+    tokens_per_s = float((rates * (inputs + outputs)).sum())
+    self_monthly = plan.fleet.total_cost_per_hour_usd * HOURS_PER_MONTH
+    self_cost = self_cost or SelfCost(plan.problem, plan.solver)
+    out = []
+    for quote in plan.api_quotes:
+        if progress is not None:
+            progress(1)
+        api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
+        scale = break_even_scale(self_cost, api_hour, average_factor)
+        out.append(
+            Comparison(
+                quote=quote,
+                api_cost_per_request_usd=api_hour / SECONDS_PER_HOUR / rates.sum(),
+                api_monthly_usd=api_hour * average_factor * HOURS_PER_MONTH,
+                self_monthly_usd=self_monthly,
+                break_even_peak_requests_per_s=None if scale is None else scale * rates.sum(),
+                break_even_tokens_per_month=None
+                if scale is None
+                else scale * tokens_per_s * average_factor * SECONDS_PER_HOUR * HOURS_PER_MONTH,
+            )
+        )
+    return out
+
+
+def _class_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Peak requests/s, input and output tokens per class."""
+    rates = np.array([c.requests_per_second for c in plan.classes])
+    inputs = np.array([c.input_tokens for c in plan.classes], float)
+    outputs = np.array([c.output_tokens for c in plan.classes], float)
+    return rates, inputs, outputs
+
+
+CURVE_SCALES = SCALES[(SCALES >= 0.05) & (SCALES <= 20.0)]  # grid points: shared solves
+
+
+def cost_curves(
+    plan: Plan,
+    quote: ApiQuote,
+    self_cost: SelfCost | None = None,
+    scales: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Monthly self-host and API cost against peak requests/s, for the break-even chart."""
+    assert plan.problem is not None, "a plan without a fleet problem has no cost curve"
+    scales = CURVE_SCALES if scales is None else scales
+    rates, inputs, outputs = _class_arrays(plan)
+    api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
+    volume = scales * rates.sum()
+    cost = self_cost or SelfCost(plan.problem, plan.solver)
+    own = np.array([cost(s) for s in scales])
+    api = api_hour * plan.average_demand_factor * scales * HOURS_PER_MONTH
+    return volume, own * HOURS_PER_MONTH, api
+
+
+@dataclass(frozen=True)
+class BuildVsBuy:
+    """Every comparison and the chart's curves, from one shared set of fleet solves."""
+
+    comparisons: list[Comparison]
+    curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    notes: tuple[str, ...] = ()  # what could not be computed, and why
+
+
+def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildVsBuy:
+    """Break-even volumes for every API offering and the cost curves against the cheapest,
+    sharing the memoised fleet solves between them. `progress(n)` is told of each offering
+    done (for a progress bar)."""
+    if plan.problem is None or not plan.api_quotes:
+        return BuildVsBuy([], None)
+    cost = SelfCost(plan.problem, plan.solver)
+    try:
+        rows = compare(plan, cost, progress)
+    except SolverError as err:
+        return BuildVsBuy([], None, (f"break-even volumes not computed: {err.message}",))
+    try:
+        curves = cost_curves(plan, plan.api_quotes[0], cost)
+    except SolverError as err:
+        return BuildVsBuy(rows, None, (f"self-host vs API chart not drawn: {err.message}",))
+    return BuildVsBuy(rows, curves)

@@ -1,0 +1,142 @@
+"""Why no plan exists: the binding constraint, by how much, and the nearest change."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from planner.errors import InfeasibleError
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.perf.candidates import Price
+from planner.schema.hardware import Gpu
+from planner.schema.model import Model
+from planner.schema.plan import RequestClassPlan
+from planner.schema.scenario import Scenario
+from planner.units import HOURS_PER_MONTH
+
+
+def _memory_message(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
+    """The model does not fit anywhere: weights per GPU at the largest tp vs the largest GPU."""
+    if rows.empty:
+        return (
+            f"no allowed (GPU, tp, quantization) combination can run {model.id}; "
+            "allow more GPUs, tensor-parallel degrees or quantizations"
+        )
+    best = rows.loc[rows["memory_shortfall_gb"].idxmin()]
+    biggest = max(gpus, key=lambda g: g.memory_gb)
+    return (
+        f"memory: {model.id} does not fit on any allowed GPU; the closest is {best.gpu} "
+        f"tp {best.tp} {best.quant} needing {best.memory_per_gpu_gb:.1f} GB per GPU at batch "
+        f"{best.batch} against {best.memory_usable_gb:.1f} GB usable; the largest allowed GPU "
+        f"is {biggest.id} ({biggest.memory_gb:g} GB). Allow a larger tp, a lower-bit "
+        "quantization (e.g. fp8 or int4-awq) or a larger GPU"
+    )
+
+
+def _sla_message(cls: RequestClassPlan, fitting: pd.DataFrame) -> str:
+    """No fitting candidate meets the SLA of a class: the best reachable figures."""
+    best_tpot = fitting.loc[fitting["tpot_ms"].idxmin()]
+    best_ttft = fitting.loc[fitting["ttft_ms"].idxmin()]
+    parts = [f"SLA of class '{cls.name}': no candidate meets it."]
+    if cls.tpot_ms is not None and best_tpot.tpot_ms > cls.tpot_ms:
+        parts.append(
+            f"The best TPOT any candidate reaches is {best_tpot.tpot_ms:.1f} ms "
+            f"({best_tpot.gpu} tp {best_tpot.tp} {best_tpot.quant} batch {best_tpot.batch}) "
+            f"against a target of {cls.tpot_ms:g} ms; relax sla.tpot_ms to at least "
+            f"{math.ceil(best_tpot.tpot_ms * 10) / 10:g} or allow faster GPUs/lower-bit quants."
+        )
+    if cls.ttft_ms is not None:
+        ok_tpot = fitting if cls.tpot_ms is None else fitting[fitting["tpot_ms"] <= cls.tpot_ms]
+        pool = ok_tpot if not ok_tpot.empty else fitting
+        best = pool.loc[pool["ttft_ms"].idxmin()]
+        if best.ttft_ms > cls.ttft_ms:
+            parts.append(
+                f"The best {cls.statistic} TTFT is {best.ttft_ms:.0f} ms ({best.gpu} tp "
+                f"{best.tp} {best.quant} batch {best.batch}) against {cls.ttft_ms:g} ms; relax "
+                f"sla.ttft_ms to at least {math.ceil(best.ttft_ms):g}."
+            )
+    if len(parts) == 1:
+        parts.append(
+            f"TPOT and TTFT are each reachable but never together; best TPOT "
+            f"{best_tpot.tpot_ms:.1f} ms, best TTFT {best_ttft.ttft_ms:.0f} ms."
+        )
+    return " ".join(parts)
+
+
+def _fleet_message(scenario: Scenario, problem: FleetProblem) -> str:
+    """The candidates exist but the fleet limits bind: say which and what would do."""
+    c = scenario.constraints
+    msgs = []
+    options = SolverOptions.of(scenario.solver)
+    no_budget = solve_fleet(problem.relaxed(budget=True), options)
+    no_gpu_cap = solve_fleet(problem.relaxed(gpus=True), options)
+    free = solve_fleet(
+        problem.relaxed(budget=True, gpus=True),
+        options,
+    )
+    if problem.budget_per_hour is not None and no_budget.status != "infeasible":
+        need = no_budget.cost_per_hour * HOURS_PER_MONTH
+        msgs.append(
+            f"budget: the cheapest plan costs ${need:,.0f} a month against "
+            f"constraints.max_monthly_budget_usd ${c.max_monthly_budget_usd:,.0f}; raise it to "
+            f"at least {math.ceil(need):,}"
+        )
+    if (problem.inventory or problem.max_gpus) and no_gpu_cap.status != "infeasible":
+        used = int(sum(t * n for t, n in zip(problem.tp, no_gpu_cap.replicas, strict=True)))
+        limits = ", ".join(f"{g} {n}" for g, n in sorted(problem.inventory.items()))
+        cap = f"max_gpus {problem.max_gpus}" if problem.max_gpus else ""
+        msgs.append(
+            f"inventory: the demand needs {used} GPUs in the cheapest plan "
+            f"({_fleet_text(problem, no_gpu_cap.replicas)}) but the allowed counts are "
+            f"{'; '.join(x for x in (limits, cap) if x)}; raise hardware.inventory or "
+            "constraints.max_gpus, or allow more GPU types"
+        )
+    if not msgs and free.status != "infeasible":
+        msgs.append(
+            "the budget and the GPU limits bind together: without both, the cheapest plan "
+            f"costs ${free.cost_per_hour * HOURS_PER_MONTH:,.0f} a month with "
+            f"{int(sum(t * n for t, n in zip(problem.tp, free.replicas, strict=True)))} GPUs"
+        )
+    return "; ".join(msgs) or "the fleet constraints cannot all hold at once"
+
+
+def _fleet_text(problem: FleetProblem, replicas) -> str:
+    parts = {}
+    for g, t, n in zip(problem.gpu, problem.tp, replicas, strict=True):
+        parts[g] = parts.get(g, 0) + int(t * n)
+    return ", ".join(f"{n} x {g}" for g, n in sorted(parts.items()) if n)
+
+
+def explain_infeasible(
+    scenario: Scenario,
+    model: Model,
+    classes: tuple[RequestClassPlan, ...],
+    rows: pd.DataFrame,
+    rejected: pd.DataFrame,
+    problem: FleetProblem,
+    gpus: list[Gpu],
+    prices: dict[str, Price],
+) -> None:
+    """Raise an InfeasibleError naming the binding constraint."""
+    if not prices:
+        raise InfeasibleError(
+            "pricing: none of the allowed GPUs has a price in the chosen tier; set "
+            "hardware.pricing.usd_per_gpu_hour or choose another tier/provider"
+        )
+    priced = rows[rows["price_usd_per_gpu_hour"].notna()] if not rows.empty else rows
+    fitting = priced[priced["fits"]] if not priced.empty else priced
+    if fitting.empty:
+        raise InfeasibleError(_memory_message(model, priced, gpus), {"binding": "memory"})
+    for cls in classes:
+        own = fitting[fitting["class"] == cls.name]
+        if own.empty:
+            mine = priced[priced["class"] == cls.name]
+            raise InfeasibleError(
+                f"class '{cls.name}': " + _memory_message(model, mine, gpus),
+                {"binding": "memory", "class": cls.name},
+            )
+        if not own["sla_ok"].any():
+            raise InfeasibleError(_sla_message(cls, own), {"binding": "sla", "class": cls.name})
+    raise InfeasibleError(_fleet_message(scenario, problem), {"binding": "fleet"})

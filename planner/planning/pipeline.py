@@ -1,0 +1,337 @@
+"""plan(scenario, catalog) -> Plan: evaluate, filter, optimise. Pure: no files, no printing."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import InputError, unknown_name_message
+from planner.fleet.balance import balance_load
+from planner.fleet.selection import (
+    CANDIDATE_KEY,
+    capacity_matrix,
+    fleet_problem,
+    prune_dominated,
+    sla_verdicts,
+)
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
+from planner.inputs.catalog import Catalog
+from planner.money.pricing import api_quotes, gpu_price
+from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
+from planner.perf.evaluate import evaluate
+from planner.planning import assumptions as facts
+from planner.planning.diagnose import explain_infeasible
+from planner.planning.plan import Plan
+from planner.schema.hardware import Gpu
+from planner.schema.model import Model
+from planner.schema.plan import Deployment, FleetSummary, RequestClassPlan
+from planner.schema.scenario import Scenario
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
+
+
+def request_classes(scenario: Scenario) -> tuple[RequestClassPlan, ...]:
+    """Each class with its demand and effective SLA (its own, else the scenario's)."""
+    out = []
+    for name, rate, i_len, o_len, sla in scenario.workload.resolved_classes():
+        own = sla or scenario.sla
+        out.append(
+            RequestClassPlan(
+                name=name,
+                requests_per_second=rate,
+                input_tokens=i_len,
+                output_tokens=o_len,
+                tpot_ms=own.tpot_ms if own.tpot_ms is not None else scenario.sla.tpot_ms,
+                ttft_ms=own.ttft_ms if own.ttft_ms is not None else scenario.sla.ttft_ms,
+                statistic=own.statistic if sla else scenario.sla.statistic,
+            )
+        )
+    return tuple(out)
+
+
+def allowed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
+    """The scenario's GPU list (default: the whole catalog) minus exclusions; ids checked."""
+    hw = scenario.hardware
+    for key, ids in (
+        ("hardware.gpus", hw.gpus or []),
+        ("hardware.exclude", hw.exclude),
+        ("hardware.inventory", list(hw.inventory)),
+        ("hardware.pricing.usd_per_gpu_hour", list(hw.pricing.usd_per_gpu_hour)),
+    ):
+        for gpu_id in ids:
+            if gpu_id not in catalog.gpus:
+                raise InputError(f"{key}: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
+    chosen = hw.gpus if hw.gpus is not None else sorted(catalog.gpus)
+    return [catalog.gpus[g] for g in chosen if g not in set(hw.exclude)]
+
+
+def _batches(scenario: Scenario) -> list[int]:
+    s = scenario.search
+    pool = s.batches if s.batches is not None else DEFAULT_BATCHES
+    chosen = sorted({b for b in pool if s.batch_min <= b <= s.batch_max})
+    if not chosen:
+        raise InputError(
+            f"search: no batch size between batch_min {s.batch_min} and batch_max {s.batch_max}"
+        )
+    return chosen
+
+
+def evaluate_classes(
+    scenario: Scenario,
+    catalog: Catalog,
+    model: Model,
+    classes: tuple[RequestClassPlan, ...],
+    prices: dict[str, Price],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every candidate evaluated for every class, with an SLA verdict per row."""
+    gpus = allowed_gpus(scenario, catalog)
+    quants = [catalog.quant(q) for q in scenario.search.quants]
+    engine = catalog.engine(scenario.engine)
+    frames, rejected = [], pd.DataFrame()
+    for cls in classes:
+        spec = GridSpec(
+            gpus=gpus,
+            quants=quants,
+            tps=scenario.search.tp,
+            kv_dtypes=scenario.search.kv_dtypes,
+            batches=_batches(scenario),
+            shapes=[(cls.input_tokens, cls.output_tokens)],
+            prices=prices,
+        )
+        grid, rejected = build_grid(model, spec, engine)
+        if grid.empty:
+            continue
+        rows = evaluate(model, grid, scenario.search.target_utilization, cls.statistic)
+        rows.insert(0, "class", cls.name)
+        rows["sla_tpot_ms"] = cls.tpot_ms
+        rows["sla_ttft_ms"] = cls.ttft_ms
+        rows["why_not"] = sla_verdicts(rows, cls.tpot_ms, cls.ttft_ms)
+        rows["sla_ok"] = rows["why_not"] == ""
+        frames.append(rows)
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return table, rejected
+
+
+def _summarise(
+    solution: FleetSolution,
+    offered: pd.DataFrame,
+    rows: pd.DataFrame,
+    classes: tuple[RequestClassPlan, ...],
+) -> FleetSummary:
+    """Turn a solver result into fleet lines with predicted latencies per class."""
+    names = [c.name for c in classes]
+    lines = []
+    indexed = rows.set_index(CANDIDATE_KEY) if solution.replicas.any() else rows
+    for i in np.flatnonzero(solution.replicas):
+        cand = offered.iloc[i]
+        key = tuple(cand[k] for k in CANDIDATE_KEY)
+        own = indexed.loc[[key]]
+        own = own[own["class"].isin(names)].set_index("class")
+        load = {n: float(solution.load[i, j]) for j, n in enumerate(names)}
+        served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in own.index]
+        tpot = {n: float(own.loc[n, "tpot_ms"]) for n in served}
+        ttft = {n: float(own.loc[n, "ttft_ms"]) for n in served}
+        n_rep = int(solution.replicas[i])
+        first = own.iloc[0]
+        lines.append(
+            Deployment(
+                gpu=str(cand["gpu"]),
+                tp=int(cand["tp"]),
+                quant=str(cand["quant"]),
+                kv_dtype=str(cand["kv_dtype"]),
+                batch=int(cand["batch"]),
+                replicas=n_rep,
+                gpus=n_rep * int(cand["tp"]),
+                price_usd_per_gpu_hour=float(first["price_usd_per_gpu_hour"]),
+                price_provider=str(first["price_provider"]),
+                cost_per_hour_usd=n_rep * float(cand["cost_per_hour_usd"]),
+                requests_per_s=sum(load.values()),
+                capacity_requests_per_s=_capacity(load, cand, names, n_rep),
+                load_by_class=load,
+                tpot_ms=max(tpot.values()),
+                ttft_ms=max(ttft.values()),
+                tpot_ms_by_class=tpot,
+                ttft_ms_by_class=ttft,
+            )
+        )
+    return _totals(solution, tuple(lines), classes)
+
+
+def _capacity(load: dict[str, float], cand: pd.Series, names: list[str], n_rep: int) -> float:
+    """Requests/s these replicas carry at planned load for their class mix."""
+    used = sum(load[n] / cand[n] for n in names if load[n] > 1e-12 and cand[n] > 0)
+    total = sum(load.values())
+    if used <= 0:
+        return n_rep * float(max(cand[n] for n in names))
+    return total / used * n_rep
+
+
+def _totals(
+    solution: FleetSolution, lines: tuple[Deployment, ...], classes: tuple[RequestClassPlan, ...]
+) -> FleetSummary:
+    cost = sum(d.cost_per_hour_usd for d in lines)
+    out_tok_s = sum(c.requests_per_second * c.output_tokens for c in classes)
+    all_tok_s = sum(c.requests_per_second * (c.input_tokens + c.output_tokens) for c in classes)
+    return FleetSummary(
+        status=solution.status,
+        deployments=lines,
+        total_cost_per_hour_usd=cost,
+        total_gpus=sum(d.gpus for d in lines),
+        cost_per_1k_output_tokens_usd=cost / (SECONDS_PER_HOUR * out_tok_s) * 1e3,
+        cost_per_1m_tokens_usd=cost / (SECONDS_PER_HOUR * all_tok_s) * 1e6,
+        lower_bound_per_hour_usd=solution.lower_bound,
+        gap=solution.gap,
+        solve_seconds=solution.solve_seconds,
+    )
+
+
+def balanced(
+    solution: FleetSolution, problem: FleetProblem, options: SolverOptions
+) -> FleetSolution:
+    """The same fleet with its load spread evenly and reproducibly over the replicas."""
+    if solution.status == "infeasible":
+        return solution
+    load = balance_load(problem, solution.replicas, options)
+    return solution if load is None else replace(solution, load=load)
+
+
+def _single_gpu_best(
+    problem: FleetProblem,
+    offered: pd.DataFrame,
+    rows: pd.DataFrame,
+    classes: tuple[RequestClassPlan, ...],
+    options: SolverOptions,
+) -> tuple[FleetSummary, str] | None:
+    """The cheapest fleet that uses one GPU type only, for comparison with the optimum."""
+    best: tuple[FleetSummary, str] | None = None
+    for gpu_id in sorted(set(problem.gpu)):
+        keep = np.array([g == gpu_id for g in problem.gpu])
+        sol = solve_fleet(problem.restricted(keep), options)
+        if sol.status == "infeasible":
+            continue
+        summary = _summarise(sol.widened(keep), offered, rows, classes)
+        if best is None or summary.total_cost_per_hour_usd < best[0].total_cost_per_hour_usd:
+            best = (summary, gpu_id)
+    return best
+
+
+def plan(scenario: Scenario, catalog: Catalog) -> Plan:
+    """Answer a scenario: the cheapest fleet meeting its SLAs and constraints."""
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    model = catalog.model(scenario.model)
+    catalog.engine(scenario.engine)
+    for q in scenario.search.quants:
+        catalog.quant(q)
+    classes = request_classes(scenario)
+    gpus = allowed_gpus(scenario, catalog)
+    prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
+    notes = _price_notes(gpus, prices, scenario)
+    rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
+    timings["evaluate"] = time.perf_counter() - start
+    names = [c.name for c in classes]
+    feasible = rows[rows["sla_ok"]] if not rows.empty else rows
+    offered = (
+        prune_dominated(capacity_matrix(feasible, names), names)
+        if not feasible.empty
+        else pd.DataFrame()
+    )
+    c = scenario.constraints
+    budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
+    problem = fleet_problem(
+        offered
+        if not offered.empty
+        else pd.DataFrame(columns=["gpu", "tp", "cost_per_hour_usd", *names]),
+        names,
+        [cl.requests_per_second for cl in classes],
+        dict(scenario.hardware.inventory),
+        c.max_gpus,
+        budget,
+        c.min_replicas,
+    )
+    options = SolverOptions.of(scenario.solver)
+    t0 = time.perf_counter()
+    solution = solve_fleet(problem, options)
+    timings["solve"] = time.perf_counter() - t0
+    if solution.status == "infeasible":
+        explain_infeasible(scenario, model, classes, rows, rejected, problem, gpus, prices)
+    fleet = _summarise(balanced(solution, problem, options), offered, rows, classes)
+    t0 = time.perf_counter()
+    single = _single_gpu_best(problem, offered, rows, classes, options)
+    timings["single_gpu"] = time.perf_counter() - t0
+    result = Plan(
+        scenario_name=scenario.name or "scenario",
+        model_id=model.id,
+        engine=scenario.engine,
+        classes=classes,
+        utilisation=scenario.search.target_utilization,
+        fleet=fleet,
+        single_gpu_best=single[0] if single else None,
+        single_gpu_best_gpu=single[1] if single else None,
+        candidates=rows,
+        offered=offered,
+        api_quotes=api_quotes(catalog, model.id, classes),
+        assumptions=facts.assumption_table(scenario, catalog, model, gpus, prices),
+        notes=tuple(notes),
+        timings_s=timings,
+        problem=problem,
+        solver=options,
+    )
+    premium = percentile_premium(scenario, catalog, result)
+    if premium:
+        result = replace(result, notes=(*result.notes, premium))
+    if scenario.finance is not None:
+        from planner.planning.timeplan import plan_over_time
+
+        t0 = time.perf_counter()
+        result = replace(result, over_time=plan_over_time(scenario, catalog, result))
+        timings["over_time"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - start
+    return result
+
+
+def _as_mean_sla(scenario: Scenario) -> Scenario:
+    """The same scenario with every TTFT bound on the mean instead of a percentile."""
+    sla = scenario.sla.model_copy(update={"statistic": "mean"})
+    workload = scenario.workload
+    if workload.classes:
+        classes = [
+            c.model_copy(update={"sla": c.sla.model_copy(update={"statistic": "mean"})})
+            if c.sla
+            else c
+            for c in workload.classes
+        ]
+        workload = workload.model_copy(update={"classes": classes})
+    return scenario.model_copy(update={"sla": sla, "workload": workload, "finance": None})
+
+
+def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | None:
+    """What bounding a TTFT percentile costs: the plan re-solved with mean TTFT bounds."""
+    if all(c.statistic == "mean" or c.ttft_ms is None for c in result.classes):
+        return None
+    stats = sorted({c.statistic for c in result.classes if c.statistic != "mean"})
+    relaxed = plan(_as_mean_sla(scenario), catalog)
+    extra = result.fleet.total_cost_per_hour_usd - relaxed.fleet.total_cost_per_hour_usd
+    return (
+        f"bounding the {'/'.join(stats)} TTFT instead of the mean costs "
+        f"${extra * HOURS_PER_MONTH:,.0f} a month (mean-TTFT plan: "
+        f"${relaxed.fleet.total_cost_per_hour_usd * HOURS_PER_MONTH:,.0f} a month)"
+    )
+
+
+def _price_notes(gpus: list[Gpu], prices: dict[str, Price], scenario: Scenario) -> list[str]:
+    tier = scenario.hardware.pricing.tier
+    missing = [g.id for g in gpus if g.id not in prices]
+    notes = []
+    if missing:
+        notes.append(
+            f"no {tier.replace('_', '-')} price in the catalog, so left out: "
+            f"{', '.join(missing)} (set hardware.pricing.usd_per_gpu_hour to include them)"
+        )
+    assumed = [g for g, p in prices.items() if p.assumption]
+    if assumed:
+        notes.append(f"prices supplied by the scenario (assumptions): {', '.join(assumed)}")
+    return notes

@@ -1,0 +1,384 @@
+"""Planning over time: demand by hour and month, reserved/owned/on-demand/spot tiers.
+
+Pure functions of (scenario, catalog, single-period plan): hours are grouped into demand
+levels ("slots"), each month of the horizon gets those slots scaled by growth, and the MIP of
+`fleet.overtime.solve_time` chooses GPUs held for the whole horizon (reserved, owned) and GPUs
+rented per period (on-demand, spot).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import InfeasibleError, InputError
+from planner.fleet.overtime import TierPrices, TimeProblem, TimeSolution, solve_time
+from planner.fleet.solver import SolverOptions
+from planner.inputs.catalog import Catalog
+from planner.planning.plan import Plan, PriceFact, Slots, TimePlan
+from planner.schema.finance import DemandProfile, Finance, Owned
+from planner.schema.hardware import Gpu
+from planner.schema.scenario import Scenario
+from planner.units import HOURS_PER_MONTH
+
+MAX_CANDIDATES_PER_GPU = 1  # per GPU type, the most cost-efficient offered candidates
+
+
+def hourly_profiles(profile: DemandProfile, class_names: list[str]) -> np.ndarray:
+    """classes x hours of fractions of each class's peak (a CSV was read into `hourly`)."""
+    base = np.asarray(profile.hourly, float)
+    rows = []
+    for name in class_names:
+        own = profile.by_class.get(name)
+        values = np.asarray(own, float) if own is not None else base
+        rows.append(values)
+    length = max(len(r) for r in rows)
+    rows = [np.tile(r, length // len(r)) for r in rows]  # a 24-h profile repeats over a week
+    return np.vstack(rows)
+
+
+def group_slots(profiles: np.ndarray, weights: np.ndarray, n_slots: int) -> Slots:
+    """Group hours whose demand looks alike into at most `n_slots` slots; a slot's level for
+    each class is the highest hour in it, so every hour's demand is covered.
+
+    Hours are points of per-class demand (req/s); k-means from quantile starts of the total
+    groups them, so a class that peaks at night keeps its own slot when another peaks by
+    day. Slots are ordered busiest first; empty groups are dropped."""
+    points = (weights[:, None] * profiles).T  # hours x classes, req/s
+    assign = _kmeans(points, min(n_slots, len(points)))
+    groups = [np.flatnonzero(assign == k) for k in np.unique(assign)]
+    groups.sort(key=lambda g: (-points[g].sum(axis=1).max(), int(g[0])))
+    level = np.stack([profiles[:, g].max(axis=1) for g in groups], axis=1)
+    share = np.array([len(g) / len(points) for g in groups])
+    hour_slot = np.empty(len(points), dtype=int)
+    for s, g in enumerate(groups):
+        hour_slot[g] = s
+    return Slots(level, share, hour_slot)
+
+
+def _kmeans(points: np.ndarray, k: int, iterations: int = 50) -> np.ndarray:
+    """Deterministic k-means: starts at quantiles of the total demand."""
+    order = np.argsort(-points.sum(axis=1), kind="stable")
+    starts = [order[int(i)] for i in np.linspace(0, len(order) - 1, k).round()]
+    centres = points[starts].astype(float)
+    assign = np.zeros(len(points), dtype=int)
+    for _ in range(iterations):
+        dist = ((points[:, None, :] - centres[None, :, :]) ** 2).sum(axis=2)
+        new = dist.argmin(axis=1)
+        if (new == assign).all() and _ > 0:
+            break
+        assign = new
+        for j in range(k):
+            if (assign == j).any():
+                centres[j] = points[assign == j].mean(axis=0)
+    return assign
+
+
+def owned_hourly_cost(gpu: Gpu, owned: Owned) -> float:
+    """Amortised purchase + power (TDP x utilisation x PUE x electricity) + hosting, per hour."""
+    if gpu.tdp_w is None:
+        raise InputError(
+            f"finance.owned.{gpu.id}: the catalog has no TDP for {gpu.id}, so its "
+            "power cost cannot be computed"
+        )
+    capital = owned.purchase_usd_per_gpu / (owned.amortisation_months * HOURS_PER_MONTH)
+    power = gpu.tdp_w / 1000 * owned.utilisation_of_tdp * owned.pue * owned.electricity_usd_per_kwh
+    return capital + power + owned.hosting_usd_per_gpu_month / HOURS_PER_MONTH
+
+
+def tier_prices(
+    finance: Finance,
+    gpus: dict[str, Gpu],
+    on_demand: dict[str, float],
+    od_sources: dict[str, tuple[str, bool]],
+) -> tuple[TierPrices, list[PriceFact]]:
+    """Every tier price per GPU: catalog facts where published, else scenario assumptions."""
+    facts = [PriceFact(g, "on_demand", p, *od_sources[g]) for g, p in on_demand.items()]
+    reserved, spot, owned = {}, {}, {}
+    for g, gpu in gpus.items():
+        if finance.reserved is not None:
+            found = _reserved_price(finance, gpu, on_demand.get(g))
+            if found:
+                reserved[g] = found[0]
+                facts.append(PriceFact(g, f"reserved_{finance.reserved.term}", *found))
+        if finance.spot is not None and finance.spot.enabled:
+            found = _spot_price(finance, gpu)
+            if found:
+                spot[g] = found[0]
+                facts.append(PriceFact(g, "spot", *found))
+        if g in finance.owned:
+            owned[g] = owned_hourly_cost(gpu, finance.owned[g])
+            facts.append(
+                PriceFact(
+                    g,
+                    "owned",
+                    owned[g],
+                    "scenario finance.owned (purchase, "
+                    "amortisation, TDP x PUE x electricity, hosting)",
+                    True,
+                )
+            )
+    return TierPrices(on_demand, reserved, owned, spot), facts
+
+
+def _reserved_price(finance: Finance, gpu: Gpu, od: float | None):
+    res = finance.reserved
+    assert res is not None
+    if gpu.id in res.usd_per_gpu_hour:
+        return res.usd_per_gpu_hour[gpu.id], "scenario finance.reserved.usd_per_gpu_hour", True
+    row = gpu.price(f"reserved_{res.term}")
+    if row is not None:
+        return row.usd_per_gpu_hour, f"{row.provider}: {row.source} ({row.as_of})", False
+    if res.discount_vs_on_demand is not None and od is not None:
+        return (
+            od * (1 - res.discount_vs_on_demand),
+            f"on-demand x (1 - {res.discount_vs_on_demand:g}) from "
+            "finance.reserved.discount_vs_on_demand",
+            True,
+        )
+    return None
+
+
+def _spot_price(finance: Finance, gpu: Gpu):
+    sp = finance.spot
+    assert sp is not None
+    if gpu.id in sp.usd_per_gpu_hour:
+        return sp.usd_per_gpu_hour[gpu.id], "scenario finance.spot.usd_per_gpu_hour", True
+    row = gpu.price("spot")
+    if row is not None:
+        return row.usd_per_gpu_hour, f"{row.provider}: {row.source} ({row.as_of})", False
+    return None
+
+
+def _shortlist(plan: Plan) -> pd.DataFrame:
+    """Per GPU type and request class, the most cost-efficient offered candidates (keeps the
+    MIP small while every class keeps a way to be served on every GPU type that can)."""
+    names = [c.name for c in plan.classes]
+    keep: set[int] = set()
+    for name in names:
+        off = plan.offered[plan.offered[name] > 0]
+        eff = (off[name] / off["cost_per_hour_usd"]).rename("_eff")
+        ranked = off.assign(_eff=eff).sort_values(
+            ["gpu", "_eff"], ascending=[True, False], kind="stable"
+        )
+        keep |= set(ranked.groupby("gpu", sort=True).head(MAX_CANDIDATES_PER_GPU).index)
+    return plan.offered.loc[sorted(keep)].reset_index(drop=True)
+
+
+def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan:
+    """Reserved/owned baseline plus per-period on-demand and spot, over the horizon."""
+    fin = scenario.finance
+    assert fin is not None
+    names = [c.name for c in plan.classes]
+    peaks = np.array([c.requests_per_second for c in plan.classes])
+    profiles = hourly_profiles(fin.profile, names)
+    slots = group_slots(profiles, peaks, fin.slots)
+    blocks = month_blocks(fin.horizon_months, fin.months_per_period)
+    growth = (1.0 + fin.growth_per_month) ** np.array([_busiest(b, fin) for b in blocks])
+    demand = np.concatenate([peaks[:, None] * slots.level * g for g in growth], axis=1)
+    hours = np.concatenate([slots.share * HOURS_PER_MONTH * len(b) for b in blocks])
+    short = _shortlist(plan)
+    gpus = {g: catalog.gpu(g) for g in sorted(set(short["gpu"]))}
+    od = {
+        g: float(
+            short[short.gpu == g]["cost_per_hour_usd"].iloc[0] / short[short.gpu == g]["tp"].iloc[0]
+        )
+        for g in gpus
+    }
+    sources = _od_sources(plan, gpus)
+    prices, facts = tier_prices(fin, gpus, od, sources)
+    problem = TimeProblem(
+        gpu=tuple(short["gpu"]),
+        tp=tuple(int(t) for t in short["tp"]),
+        capacity=short[names].to_numpy(float),
+        demand=demand,
+        hours=hours,
+        prices=prices,
+        spot_max_share=fin.spot.max_share if fin.spot and fin.spot.enabled else 0.0,
+        preemption_overhead=fin.spot.preemption_overhead if fin.spot else 0.0,
+        min_replicas=scenario.constraints.min_replicas,
+        inventory={g: n for g, n in scenario.hardware.inventory.items() if g in gpus},
+    )
+    options = SolverOptions.of(scenario.solver)
+    solution = solve_time(problem, options)
+    if solution.status == "infeasible":
+        raise InfeasibleError(
+            "plan over time: no fleet serves the busiest slot of every block of months"
+            + (
+                " within hardware.inventory; raise it or lower finance.growth_per_month"
+                if problem.inventory
+                else "; lower finance.growth_per_month or the horizon"
+            )
+        )
+    on_demand_only = solve_time(problem.without("reserved", "owned", "spot"), options)
+    all_res_cost, all_res_gpus = _all_reserved(problem, on_demand_only)
+    out_tokens = 0.0  # summed from the monthly table below
+    monthly = _monthly_table(problem, solution, plan, fin)
+    out_tokens = float(monthly["output_tokens"].sum())
+    return TimePlan(
+        solution=solution,
+        periods=_period_table(problem, solution, names, fin),
+        monthly=monthly,
+        all_on_demand=on_demand_only,
+        all_reserved_cost=all_res_cost,
+        all_reserved_gpus=all_res_gpus,
+        prices=tuple(facts),
+        profile=(peaks @ profiles) / peaks.sum(),
+        slots=slots,
+        horizon_months=fin.horizon_months,
+        output_tokens=out_tokens,
+        problem=problem,
+        notes=_time_notes(prices, gpus),
+    )
+
+
+def month_blocks(horizon: int, per_period: int) -> list[list[int]]:
+    """Months (0-based) grouped into planning blocks of `per_period` months."""
+    months = list(range(horizon))
+    return [months[i : i + per_period] for i in range(0, horizon, per_period)]
+
+
+def _busiest(block: list[int], fin: Finance) -> int:
+    """The month of a block with the most demand: the last if growing, the first if not."""
+    return block[-1] if fin.growth_per_month >= 0 else block[0]
+
+
+def _od_sources(plan: Plan, gpus: dict[str, Gpu]) -> dict[str, tuple[str, bool]]:
+    table = plan.assumptions
+    out = {}
+    for g in gpus:
+        rows = table[(table.category == "price") & (table["item"] == g)]
+        if rows.empty:
+            out[g] = ("catalog", False)
+        else:
+            r = rows.iloc[0]
+            out[g] = (f"{r['field']}: {r['source']} ({r['as_of']})", bool(r["assumption"]))
+    return out
+
+
+def _all_reserved(problem: TimeProblem, on_demand_only: TimeSolution):
+    """Reserve, for the whole horizon, the GPUs the busiest period needs on demand."""
+    if on_demand_only.status == "infeasible":
+        return None, {}
+    busiest = int(np.argmax(problem.demand.sum(axis=0)))
+    peak = np.ceil(on_demand_only.on_demand[:, busiest] - 1e-9)
+    gpus = {g: int(n) for g, n in zip(on_demand_only.gpu_types, peak, strict=True) if n}
+    if any(g not in problem.prices.reserved for g in gpus):
+        return None, gpus
+    horizon = float(problem.hours.sum())
+    return sum(problem.prices.reserved[g] * n * horizon for g, n in gpus.items()), gpus
+
+
+def _period_table(
+    problem: TimeProblem, sol: TimeSolution, names: list[str], fin: Finance
+) -> pd.DataFrame:
+    """One row per (block of months, demand slot): demand, GPUs per tier, in use, cost."""
+    blocks = month_blocks(fin.horizon_months, fin.months_per_period)
+    n_slots = len(problem.hours) // len(blocks)
+    rows = []
+    for p, hours in enumerate(problem.hours):
+        block = blocks[p // n_slots]
+        row = {
+            "months": f"{block[0] + 1}-{block[-1] + 1}" if len(block) > 1 else str(block[0] + 1),
+            "slot": p % n_slots + 1,
+            "hours": hours,
+        }
+        row.update({f"demand_{n}_req_s": problem.demand[w, p] for w, n in enumerate(names)})
+        for i, g in enumerate(sol.gpu_types):
+            used = sum(
+                problem.tp[c] * sol.replicas[c, p]
+                for c in range(len(problem.gpu))
+                if problem.gpu[c] == g
+            )
+            row[f"{g}_reserved"] = sol.reserved.get(g, 0)
+            row[f"{g}_owned"] = sol.owned.get(g, 0)
+            row[f"{g}_on_demand"] = int(round(sol.on_demand[i, p]))
+            row[f"{g}_spot"] = int(sol.spot_gpus[i, p])
+            row[f"{g}_in_use"] = int(used + sol.spot_gpus[i, p])
+        row["cost_usd"] = _period_cost(problem, sol, p)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _period_cost(problem: TimeProblem, sol: TimeSolution, p: int) -> float:
+    pr, h = problem.prices, float(problem.hours[p])
+    held = sum(pr.reserved[g] * n for g, n in sol.reserved.items())
+    held += sum(pr.owned[g] * n for g, n in sol.owned.items())
+    rented = sum(
+        pr.on_demand[g] * sol.on_demand[i, p] + pr.spot.get(g, 0) * sol.spot_gpus[i, p]
+        for i, g in enumerate(sol.gpu_types)
+    )
+    return (held + rented) * h
+
+
+def _tier_cost(problem: TimeProblem, sol: TimeSolution, periods: list[int]) -> dict[str, float]:
+    """Cost by tier over some periods."""
+    pr = problem.prices
+    hours = float(problem.hours[periods].sum())
+    return {
+        "reserved_usd": sum(pr.reserved[g] * n for g, n in sol.reserved.items()) * hours,
+        "owned_usd": sum(pr.owned[g] * n for g, n in sol.owned.items()) * hours,
+        "on_demand_usd": float(
+            sum(
+                pr.on_demand[g] * sol.on_demand[i, p] * problem.hours[p]
+                for i, g in enumerate(sol.gpu_types)
+                for p in periods
+            )
+        ),
+        "spot_usd": float(
+            sum(
+                pr.spot.get(g, 0) * sol.spot_gpus[i, p] * problem.hours[p]
+                for i, g in enumerate(sol.gpu_types)
+                for p in periods
+            )
+        ),
+    }
+
+
+def _monthly_table(
+    problem: TimeProblem, sol: TimeSolution, plan: Plan, fin: Finance
+) -> pd.DataFrame:
+    """One row per month: demand, tokens, cost by tier (a block's cost split evenly over its
+    months), total and cost per 1K output tokens."""
+    blocks = month_blocks(fin.horizon_months, fin.months_per_period)
+    n_slots = len(problem.hours) // len(blocks)
+    peaks = np.array([c.requests_per_second for c in plan.classes], float)
+    out_len = np.array([c.output_tokens for c in plan.classes], float)
+    level = problem.demand[:, :n_slots] / problem.demand[:, :n_slots].max(axis=1, keepdims=True)
+    share = problem.hours[:n_slots] / problem.hours[:n_slots].sum()
+    rows = []
+    for b, block in enumerate(blocks):
+        costs = _tier_cost(problem, sol, list(range(b * n_slots, (b + 1) * n_slots)))
+        for m in block:
+            demand = peaks[:, None] * level * (1.0 + fin.growth_per_month) ** m
+            row = {
+                "month": m + 1,
+                "avg_requests_per_s": float((demand.sum(axis=0) * share).sum()),
+                "output_tokens": float(
+                    (out_len[:, None] * demand * share).sum() * HOURS_PER_MONTH * 3600
+                ),
+            }
+            row.update({k: v / len(block) for k, v in costs.items()})
+            row["total_usd"] = sum(costs.values()) / len(block)
+            row["cost_per_1k_output_tokens_usd"] = row["total_usd"] / row["output_tokens"] * 1e3
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _time_notes(prices: TierPrices, gpus: dict[str, Gpu]) -> tuple[str, ...]:
+    notes = [
+        f"the plan over time uses the {MAX_CANDIDATES_PER_GPU} most cost-efficient "
+        "SLA-feasible deployment(s) per GPU type and request class, each block of months "
+        "sized for its busiest month"
+    ]
+    no_res = [g for g in gpus if g not in prices.reserved]
+    if no_res:
+        notes.append(
+            "no reserved price (catalog or scenario) for: "
+            + ", ".join(no_res)
+            + "; set finance.reserved.usd_per_gpu_hour or discount_vs_on_demand"
+        )
+    no_spot = [g for g in gpus if g not in prices.spot]
+    if no_spot and prices.spot:
+        notes.append("no spot price for: " + ", ".join(no_spot))
+    return tuple(notes)

@@ -1,0 +1,126 @@
+"""Catalog listings for `planner catalog`: records and a terminal table."""
+
+from __future__ import annotations
+
+from planner.inputs.catalog import Catalog
+from planner.render.text import table
+
+
+def _gpu(g) -> dict:
+    p = g.price()
+    return {
+        "id": g.id,
+        "name": g.name,
+        "memory_gb": g.memory_gb,
+        "hbm_bandwidth_gb_per_s": g.hbm_bandwidth_gb_per_s,
+        "dense_tflops": dict(g.dense_tflops),
+        "scaleup_domain_gpus": g.scaleup_domain_gpus,
+        "tdp_w": g.tdp_w,
+        "on_demand_usd_per_gpu_hour": p.usd_per_gpu_hour if p else None,
+        "price_provider": p.provider if p else None,
+    }
+
+
+def _model(m) -> dict:
+    kind = "MoE" if m.is_moe else "dense"
+    if m.mla:
+        kind += "+MLA"
+    if m.sliding_window:
+        kind += "+SWA"
+    return {
+        "id": m.id,
+        "name": m.name,
+        "arch": kind,
+        "params_b": m.params_total / 1e9,
+        "active_params_b": m.params_active / 1e9,
+        "layers": m.num_hidden_layers,
+        "kv_heads": m.num_key_value_heads,
+        "context": m.max_position_embeddings,
+    }
+
+
+def _quant(q) -> dict:
+    return {
+        "id": q.id,
+        "name": q.name,
+        "weight_bytes_per_param": q.weight_bytes_per_param,
+        "compute_dtypes": list(q.compute_dtypes),
+        "kv_dtypes": list(q.kv_dtypes),
+        "gpus": q.gpus if q.gpus == "all" else list(q.gpus),
+    }
+
+
+def catalog_records(catalog: Catalog, kind: str) -> list[dict]:
+    """Plain records of one catalog section, sorted by id."""
+    if kind == "gpus":
+        return [_gpu(g) for _, g in sorted(catalog.gpus.items())]
+    if kind == "models":
+        return [_model(m) for _, m in sorted(catalog.models.items())]
+    if kind == "quants":
+        return [_quant(q) for _, q in sorted(catalog.quants.items())]
+    if kind == "engines":
+        return [
+            {"id": e.id, "name": e.name, "families": sorted(e.families), "source": e.source}
+            for _, e in sorted(catalog.engines.items())
+        ]
+    return [
+        {
+            "provider": p.name,
+            "model": o.model,
+            "provider_model_id": o.provider_model_id,
+            "input_usd_per_1m": o.input_usd_per_1m,
+            "output_usd_per_1m": o.output_usd_per_1m,
+            "as_of": o.as_of,
+        }
+        for _, p in sorted(catalog.apis.items())
+        for o in p.offerings
+    ]
+
+
+def catalog_table(kind: str, records: list[dict]) -> str:
+    """A terminal table of the records."""
+    if not records:
+        return f"(no {kind})"
+    if kind == "gpus":
+        rows = [
+            (
+                r["id"],
+                f"{r['memory_gb']:g}",
+                f"{r['hbm_bandwidth_gb_per_s']:,.0f}",
+                ", ".join(f"{k} {v:g}" for k, v in r["dense_tflops"].items()),
+                r["scaleup_domain_gpus"],
+                f"${r['on_demand_usd_per_gpu_hour']:.2f} {r['price_provider']}"
+                if r["on_demand_usd_per_gpu_hour"]
+                else "no price",
+            )
+            for r in records
+        ]
+        return table(["id", "GB", "GB/s", "dense TFLOPS", "domain", "on-demand $/GPU-h"], rows)
+    if kind == "models":
+        rows = [
+            (
+                r["id"],
+                r["arch"],
+                f"{r['params_b']:.2f}",
+                f"{r['active_params_b']:.2f}",
+                r["layers"],
+                r["kv_heads"],
+                r["context"],
+            )
+            for r in records
+        ]
+        return table(["id", "arch", "params B", "active B", "layers", "KV heads", "context"], rows)
+    if kind == "quants":
+        rows = [
+            (
+                r["id"],
+                r["weight_bytes_per_param"],
+                "/".join(r["compute_dtypes"]),
+                "/".join(r["kv_dtypes"]),
+                "all" if r["gpus"] == "all" else len(r["gpus"]),
+            )
+            for r in records
+        ]
+        return table(["id", "bytes/param", "math", "KV", "GPUs"], rows)
+    keys = list(records[0])
+    return table(keys, [[r[k] for k in keys] for r in records])

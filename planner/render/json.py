@@ -1,0 +1,205 @@
+"""JSON for plans, estimates and comparisons: one stable object each. Formats; computes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.planning.plan import Plan
+from planner.schema.plan import ApiQuote, Deployment, FleetSummary
+
+SIGNIFICANT_DIGITS = 10
+
+
+def stable(value: Any) -> Any:
+    """Plain, deterministic JSON values: floats to 10 significant digits, NaN/inf to None."""
+    if isinstance(value, dict):
+        return {str(k): stable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [stable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return float(f"{value:.{SIGNIFICANT_DIGITS}g}")
+    return value
+
+
+def to_json(obj: dict) -> str:
+    """Sorted keys, stable floats: the same input gives the same bytes."""
+    return json.dumps(stable(obj), sort_keys=True, indent=2) + "\n"
+
+
+ESTIMATE_KEYS = [
+    "model",
+    "gpu",
+    "tp",
+    "quant",
+    "kv_dtype",
+    "compute_dtype",
+    "batch",
+    "input_len",
+    "output_len",
+    "engine",
+    "fits",
+    "memory_per_gpu_gb",
+    "memory_usable_gb",
+    "memory_shortfall_gb",
+    "max_batch",
+    "weights_per_gpu_gb",
+    "kv_cache_per_gpu_gb",
+    "tpot_ms",
+    "tpot_step_ms",
+    "ttft_ms",
+    "ttft_unloaded_ms",
+    "prefill_ms",
+    "throughput_tok_s",
+    "requests_per_s",
+    "cost_per_hour_usd",
+    "cost_per_1k_output_tokens_usd",
+    "cost_per_request_usd",
+    "bound",
+    "prefill_bound",
+    "intensity_flop_per_byte",
+    "ridge_flop_per_byte",
+    "price_usd_per_gpu_hour",
+    "price_provider",
+]
+BREAKDOWN_KEYS = {
+    "weights_ms": "t_weights_ms",
+    "kv_cache_ms": "t_kv_ms",
+    "memory_ms": "t_memory_ms",
+    "compute_ms": "t_compute_ms",
+    "communication_ms": "t_comm_ms",
+    "overhead_ms": "t_overhead_ms",
+    "step_ms": "tpot_step_ms",
+    "prefill_interference_ms": None,
+}
+
+
+def estimate_dict(row: pd.Series) -> dict:
+    """The estimate as one JSON object with a `breakdown` of the TPOT terms in ms."""
+    out = {k: row[k] for k in ESTIMATE_KEYS}
+    out["fits"] = bool(row["fits"])
+    breakdown = {k: row[v] for k, v in BREAKDOWN_KEYS.items() if v}
+    breakdown["prefill_interference_ms"] = row["tpot_ms"] - row["tpot_step_ms"]
+    out["breakdown"] = breakdown
+    return out
+
+
+def _deployment_dict(d: Deployment) -> dict:
+    return dataclasses.asdict(d)
+
+
+def fleet_dict(f: FleetSummary) -> dict:
+    return {
+        "status": f.status,
+        "total_cost_per_hour_usd": f.total_cost_per_hour_usd,
+        "monthly_cost_usd": f.monthly_cost_usd,
+        "total_gpus": f.total_gpus,
+        "cost_per_1k_output_tokens_usd": f.cost_per_1k_output_tokens_usd,
+        "cost_per_1m_tokens_usd": f.cost_per_1m_tokens_usd,
+        "gap": f.gap,
+        "fleet": [_deployment_dict(d) for d in f.deployments],
+    }
+
+
+def _quote_dict(q: ApiQuote) -> dict:
+    return dataclasses.asdict(q)
+
+
+def offered_records(plan: Plan) -> list[dict]:
+    """Every SLA-feasible candidate offered to the solver, one record per (candidate, class)."""
+    names = [c.name for c in plan.classes]
+    out = []
+    for _, r in plan.offered.iterrows():
+        for n in names:
+            if r[n] > 0:
+                out.append(
+                    {
+                        "class": n,
+                        "gpu": r["gpu"],
+                        "tp": int(r["tp"]),
+                        "quant": r["quant"],
+                        "kv_dtype": r["kv_dtype"],
+                        "batch": int(r["batch"]),
+                        "capacity_requests_per_s": float(r[n]),
+                        "cost_per_hour_usd": float(r["cost_per_hour_usd"]),
+                    }
+                )
+    return out
+
+
+def plan_dict(plan: Plan) -> dict:
+    """The plan as one JSON object (timings left out so reruns are byte-identical)."""
+    out = fleet_dict(plan.fleet)
+    out.update(
+        scenario=plan.scenario_name,
+        model=plan.model_id,
+        engine=plan.engine,
+        target_utilization=plan.utilisation,
+        average_demand_factor=plan.average_demand_factor,
+        demand_requests_per_s=plan.total_requests_per_s,
+        classes=[c.__dict__ for c in plan.classes],
+        candidates=offered_records(plan),
+        candidates_evaluated=len(plan.candidates),
+        single_gpu_best=(
+            {"gpu": plan.single_gpu_best_gpu, **fleet_dict(plan.single_gpu_best)}
+            if plan.single_gpu_best
+            else None
+        ),
+        api=[_quote_dict(q) for q in plan.api_quotes],
+        cheapest_api=_quote_dict(plan.cheapest_api) if plan.cheapest_api else None,
+        notes=list(plan.notes),
+    )
+    out["lower_bound_per_hour_usd"] = plan.fleet.lower_bound_per_hour_usd
+    out["over_time"] = time_plan_dict(plan.over_time) if plan.over_time is not None else None
+    return out
+
+
+def time_plan_dict(tp) -> dict:
+    """The plan over time as JSON: held GPUs, per-period fleet, months, comparisons."""
+    sol = tp.solution
+    return {
+        "status": sol.status,
+        "gap": sol.gap,
+        "total_cost_usd": sol.total_cost,
+        "cost_by_tier_usd": sol.cost_by_tier,
+        "reserved_gpus": sol.reserved,
+        "owned_gpus": sol.owned,
+        "cost_per_1k_output_tokens_usd": tp.cost_per_1k_output_tokens_usd,
+        "all_on_demand_cost_usd": tp.all_on_demand.total_cost if tp.all_on_demand else None,
+        "all_reserved_for_peak_cost_usd": tp.all_reserved_cost,
+        "all_reserved_for_peak_gpus": tp.all_reserved_gpus,
+        "periods": tp.periods.to_dict(orient="records"),
+        "monthly": tp.monthly.to_dict(orient="records"),
+        "prices": [p.__dict__ for p in tp.prices],
+        "notes": list(tp.notes),
+    }
+
+
+def compare_dict(plan: Plan, rows) -> dict:
+    """The comparison as JSON."""
+    return {
+        "scenario": plan.scenario_name,
+        "model": plan.model_id,
+        "demand_requests_per_s": plan.total_requests_per_s,
+        "average_demand_factor": plan.average_demand_factor,
+        "self_hosted_monthly_usd": plan.fleet.monthly_cost_usd,
+        "apis": [
+            {
+                **_quote_dict(r.quote),
+                "api_cost_per_request_usd": r.api_cost_per_request_usd,
+                "api_monthly_usd": r.api_monthly_usd,
+                "break_even_peak_requests_per_s": r.break_even_peak_requests_per_s,
+                "break_even_tokens_per_month": r.break_even_tokens_per_month,
+            }
+            for r in rows
+        ],
+    }

@@ -1,0 +1,30 @@
+"""What the workbook shows beyond the Plan: the break-even analysis, indexed for lookup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.planning.breakeven import BuildVsBuy, Comparison
+from planner.schema.plan import ApiQuote
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Break-even volumes by API offering and the cost curves, as the sheets read them."""
+
+    comparisons: dict[ApiQuote, Comparison]
+    curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    notes: tuple[str, ...] = ()
+
+
+def indexed(analysis: BuildVsBuy | None) -> Analysis:
+    """The analysis planning computed, keyed by offering; nothing is computed here."""
+    if analysis is None:
+        return Analysis({}, None, ("break-even analysis not run",))
+    curves = analysis.curves
+    drawn = curves is not None and len(curves[0]) > 0
+    return Analysis(
+        {c.quote: c for c in analysis.comparisons}, curves if drawn else None, analysis.notes
+    )

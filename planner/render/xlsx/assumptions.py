@@ -1,0 +1,273 @@
+"""The Assumptions sheet: every input as a row, the prices and conventions as named cells."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from openpyxl import Workbook
+from openpyxl.worksheet.worksheet import Worksheet
+
+from planner.planning.plan import Plan
+from planner.render.xlsx.cells import clean, finite, header, put
+from planner.render.xlsx.names import (
+    ASSUMPTION_COLUMNS,
+    ASSUMPTIONS,
+    ASSUMPTIONS_HEADER_ROW,
+    FACTOR_NAME,
+    GROWTH_NAME,
+    HOURS_NAME,
+    UTILISATION_NAME,
+    Names,
+    add_name,
+    defined_name,
+)
+from planner.render.xlsx.styles import (
+    ASSUMPTION_FILL,
+    COUNT,
+    PERCENT,
+    RATE,
+    UNIT_PRICE,
+    fit_widths,
+)
+from planner.units import HOURS_PER_MONTH
+
+
+def _fleet_prices(plan: Plan) -> dict[str, tuple[float, str]]:
+    """GPU id -> (price per GPU-hour, provider) for the fleet and the single-GPU plan."""
+    out: dict[str, tuple[float, str]] = {}
+    fleets = [plan.fleet] + ([plan.single_gpu_best] if plan.single_gpu_best else [])
+    for fleet in fleets:
+        for d in fleet.deployments:
+            out.setdefault(d.gpu, (float(d.price_usd_per_gpu_hour), d.price_provider))
+    return out
+
+
+def _price_row(rows: list[list[Any]], gpu: str, price: float) -> int | None:
+    """The index of an existing price row of `gpu` at exactly `price`, if any."""
+    return next(
+        (
+            i
+            for i, r in enumerate(rows)
+            if r[0] == "price"
+            and r[1] == gpu
+            and finite(r[3]) is not None
+            and math.isclose(float(r[3]), price, rel_tol=1e-12, abs_tol=0.0)
+        ),
+        None,
+    )
+
+
+def _utilisation_row(rows: list[list[Any]], plan: Plan) -> int:
+    util = next(
+        (
+            i
+            for i, r in enumerate(rows)
+            if r[0] == "scenario"
+            and r[2] == "target utilisation"
+            and finite(r[3]) is not None
+            and abs(float(r[3]) - plan.utilisation) <= 1e-12
+        ),
+        None,
+    )
+    if util is not None:
+        return util
+    rows.append(
+        ["scenario", "search", "target utilisation", plan.utilisation, "fraction", "plan", "", True]
+    )
+    return len(rows) - 1
+
+
+def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], Names]:
+    """Rows for the Assumptions table, the defined name -> table index, and the names."""
+    rows: list[list[Any]] = [
+        [
+            "planner",
+            "convention",
+            "hours per month",
+            HOURS_PER_MONTH,
+            "h/month",
+            "planner.units.HOURS_PER_MONTH: 8760 h / 12, as cloud price pages count",
+            "",
+            True,
+        ]
+    ]
+    table = plan.assumptions
+    if table is not None and not table.empty:
+        cols = ["category", "item", "field", "value", "unit", "source", "as_of", "assumption"]
+        table = table.reindex(columns=cols)
+        rows += [list(r) for r in table.itertuples(index=False, name=None)]
+    named = {HOURS_NAME: 0, UTILISATION_NAME: _utilisation_row(rows, plan)}
+    taken = {HOURS_NAME, UTILISATION_NAME, GROWTH_NAME, FACTOR_NAME}
+    names = Names()
+    for gpu, (price, provider) in _fleet_prices(plan).items():
+        idx = _price_row(rows, gpu, price)
+        if idx is None:
+            rows.append(
+                [
+                    "price",
+                    gpu,
+                    f"$/GPU-hour ({provider}) as used by the plan",
+                    price,
+                    "$/GPU-h",
+                    "plan (not in its assumptions table)",
+                    "",
+                    False,
+                ]
+            )
+            idx = len(rows) - 1
+        name = defined_name("price", gpu, taken)
+        named[name] = idx
+        names.gpu[gpu] = name
+    if plan.over_time is not None:
+        _time_price_rows(plan.over_time, rows, named, names, taken)
+        _time_rows(plan, rows, named, names)
+    return rows, named, names
+
+
+def _tier(tier: str) -> str:
+    """A PriceFact tier as the workbook names it: reserved_1y/reserved_3y -> reserved."""
+    return "reserved" if tier.startswith("reserved") else tier
+
+
+def _time_price_rows(
+    ot: Any, rows: list[list[Any]], named: dict[str, int], names: Names, taken: set[str]
+) -> None:
+    """One named row per tier price of the plan over time (`TimePlan.prices`)."""
+    for fact in ot.prices:
+        tier, gpu, price = _tier(fact.tier), fact.gpu, float(fact.usd_per_gpu_hour)
+        idx, prefix = None, f"price_{tier}"
+        if tier == "on_demand":
+            own = names.gpu.get(gpu)
+            if own is not None and math.isclose(
+                float(rows[named[own]][3]), price, rel_tol=1e-12, abs_tol=0.0
+            ):
+                names.tier[tier, gpu] = own  # the very cell the Fleet sheet prices from
+                continue
+            idx = _price_row(rows, gpu, price)
+            prefix = "price_on_demand" if own is not None else "price"
+        names.owned |= tier == "owned"
+        if idx is None:
+            label = fact.tier.replace("_", " ")
+            if tier == "owned":
+                label += " (purchase, amortisation, power and hosting, per hour)"
+            rows.append(
+                [
+                    "price",
+                    gpu,
+                    f"{label} $/GPU-hour",
+                    price,
+                    "$/GPU-h",
+                    fact.source,
+                    "",
+                    bool(fact.assumption),
+                ]
+            )
+            idx = len(rows) - 1
+        name = defined_name(prefix, gpu, taken)
+        named[name] = idx
+        names.tier[tier, gpu] = name
+
+
+def _growth(monthly: pd.DataFrame) -> float | None:
+    """Growth per month as the monthly demand implies it (the Plan carries no scenario)."""
+    avg = monthly["avg_requests_per_s"].to_numpy(float)
+    if len(avg) < 2 or not avg[0] > 0:
+        return None
+    raw = avg[1] / avg[0] - 1.0
+    months = np.arange(len(avg))
+    for growth in (round(raw, 10), raw):  # 0.05, not 0.050000000000000044, when it fits
+        if np.allclose(avg[0] * (1.0 + growth) ** months, avg, rtol=1e-9, atol=0.0):
+            return float(growth)
+    return None
+
+
+def _time_rows(plan: Plan, rows: list[list[Any]], named: dict[str, int], names: Names) -> None:
+    growth = _growth(plan.over_time.monthly)
+    if growth is not None:
+        rows.append(
+            [
+                "scenario",
+                "finance",
+                "growth per month",
+                growth,
+                "fraction",
+                "scenario finance.growth_per_month (as the plan's monthly demand implies)",
+                "scenario",
+                True,
+            ]
+        )
+        named[GROWTH_NAME] = len(rows) - 1
+        names.growth = GROWTH_NAME
+    rows.append(
+        [
+            "scenario",
+            "finance.profile",
+            "average demand / peak",
+            plan.average_demand_factor,
+            "fraction",
+            "mean of the hourly demand profile: an API bills the tokens served (the "
+            "average), the fleet is sized for the peak",
+            "scenario",
+            True,
+        ]
+    )
+    named[FACTOR_NAME] = len(rows) - 1
+    names.factor = FACTOR_NAME
+
+
+def _how_to_edit(plan: Plan, names: Names) -> str:
+    how = (
+        "Change a named cell (hours_per_month, price_<gpu>) and the Fleet, Summary and "
+        "Build vs API costs recompute; utilisation and demand do not re-plan: rerun "
+        "planner for new replica counts or latencies."
+    )
+    if plan.over_time is not None:
+        how += (
+            " Plan over time: price_reserved_<gpu>, price_spot_<gpu>, price_owned_<gpu>, "
+            "price_<gpu> (on demand), growth and average_demand_factor drive the Monthly, "
+            "Periods and Build vs API sheets; each tier price is its own input (a reserved "
+            "price derived from a discount does not follow an edited on-demand price), and "
+            "the GPU counts stay as planned."
+        )
+    if names.owned:
+        how += (
+            " An owned GPU's $/GPU-hour is one figure combining purchase price, "
+            "amortisation, power (TDP x utilisation x PUE x electricity) and hosting from "
+            "the scenario's finance.owned; those inputs are summarised, not listed here."
+        )
+    return how
+
+
+def write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> Names:
+    rows, named, names = _assumption_rows(plan)
+    ws["A1"] = "assumption"
+    ws["A1"].fill = ASSUMPTION_FILL
+    ws["B1"] = (
+        "Shaded rows are assumptions (scenario inputs and planner conventions), "
+        "not sourced catalog facts."
+    )
+    ws["A2"] = "how to edit"
+    ws["B2"] = _how_to_edit(plan, names)
+    header(ws, ASSUMPTION_COLUMNS, row=ASSUMPTIONS_HEADER_ROW)
+    name_of = {idx: name for name, idx in named.items()}
+    first = ASSUMPTIONS_HEADER_ROW + 1
+    for i, values in enumerate(rows):
+        r = first + i
+        unit = values[4] if isinstance(values[4], str) else ""
+        fmt = {"$/GPU-h": UNIT_PRICE, "fraction": PERCENT}.get(unit)
+        value = clean(values[3])
+        if fmt is None and isinstance(value, int | float) and abs(value) >= 1000:
+            fmt = COUNT if float(value).is_integer() else RATE
+        for j, v in enumerate([*values[:8], name_of.get(i)]):
+            cell = put(ws, r, j + 1, v, fmt if j == 3 else None)
+            if clean(values[7]) is True:
+                cell.fill = ASSUMPTION_FILL
+    for name, idx in named.items():
+        add_name(wb, name, ASSUMPTIONS, f"D{first + idx}")
+    ws.freeze_panes = f"A{first}"
+    fit_widths(ws, {2: 14})
+    ws.column_dimensions["B"].width = min(ws.column_dimensions["B"].width, 30)
+    return names

@@ -1,0 +1,79 @@
+"""The Fleet sheet: one row per deployment with live cost formulas, then the totals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from openpyxl.worksheet.worksheet import Worksheet
+
+from planner.planning.plan import Plan
+from planner.render.xlsx.cells import finite, header, put
+from planner.render.xlsx.names import FLEET_COLUMNS, HOURS_NAME
+from planner.render.xlsx.styles import BOLD, fit_widths
+from planner.schema.plan import Deployment
+
+
+def _served(d: Deployment) -> list[str]:
+    return [n for n, load in d.load_by_class.items() if load > 1e-9] or list(d.tpot_ms_by_class)
+
+
+def _class_detail(d: Deployment) -> str:
+    parts = []
+    for n in _served(d):
+        tpot, ttft = d.tpot_ms_by_class.get(n), d.ttft_ms_by_class.get(n)
+        lat = ""
+        if tpot is not None and ttft is not None:
+            lat = f" (TPOT {tpot:.1f} ms, TTFT {ttft:.0f} ms)"
+        parts.append(f"{n}: {d.load_by_class.get(n, 0.0):.3g} req/s{lat}")
+    return "; ".join(parts)
+
+
+def _tightest(values: Iterable[float | None]) -> float | None:
+    found = [v for v in values if v is not None]
+    return min(found) if found else None
+
+
+def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[str, str]:
+    """Fleet lines and totals; returns the total cells by key ("cost_per_hour", ...)."""
+    header(ws, [label for label, _ in FLEET_COLUMNS])
+    fmts = [fmt for _, fmt in FLEET_COLUMNS]
+    by_name = {c.name: c for c in plan.classes}
+    lines = plan.fleet.deployments
+    n = len(lines)
+    total = n + 2
+    for i, d in enumerate(lines):
+        r = i + 2
+        served = [by_name[c] for c in _served(d) if c in by_name]
+        values = [
+            d.gpu,
+            d.tp,
+            d.quant,
+            d.kv_dtype,
+            d.batch,
+            d.replicas,
+            f"=F{r}*B{r}",
+            f"={price_names[d.gpu]}",
+            f"=F{r}*B{r}*H{r}",
+            f"=I{r}*{HOURS_NAME}",
+            d.cost_per_hour_usd,
+            d.requests_per_s,
+            d.capacity_requests_per_s,
+            f"=L{r}/L${total}" if plan.total_requests_per_s > 0 else None,
+            f"=L{r}/M{r}" if (finite(d.capacity_requests_per_s) or 0) > 0 else None,
+            d.tpot_ms,
+            d.ttft_ms,
+            _tightest(c.tpot_ms for c in served),
+            _tightest(c.ttft_ms for c in served),
+            _class_detail(d),
+            d.price_provider,
+        ]
+        for j, v in enumerate(values):
+            put(ws, r, j + 1, v, fmts[j])
+    ws.cell(row=total, column=1, value="Total").font = BOLD
+    for col in "FGIJKLMN":
+        j = ord(col) - ord("A")
+        value = f"=SUM({col}2:{col}{total - 1})" if n else 0
+        put(ws, total, j + 1, value, fmts[j]).font = BOLD
+    ws.freeze_panes = "A2"
+    fit_widths(ws)
+    return {"gpus": f"G{total}", "cost_per_hour": f"I{total}", "cost_per_month": f"J{total}"}

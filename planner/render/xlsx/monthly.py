@@ -1,0 +1,271 @@
+"""The plan over time: Periods (blocks of months by demand slot) and Monthly (by tier)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from openpyxl.chart import BarChart, Reference
+from openpyxl.utils import column_index_from_string as col_index
+from openpyxl.utils import get_column_letter, quote_sheetname
+from openpyxl.worksheet.worksheet import Worksheet
+
+from planner.planning.plan import Plan
+from planner.render.xlsx.cells import finite, header, put
+from planner.render.xlsx.names import HOURS_NAME, MONTHLY_COLUMNS, PERIODS, Names
+from planner.render.xlsx.styles import (
+    BOLD,
+    COUNT,
+    HOURS_FMT,
+    MONEY,
+    MONEY_FINE,
+    PERCENT,
+    RATE,
+    UNIT_PRICE,
+    fit_widths,
+    show_axes,
+)
+from planner.units import HOURS_PER_MONTH, TOKENS_PER_1K
+
+PERIOD_TIERS = ("reserved", "owned", "on_demand", "spot")
+TIER_LABELS = {"reserved": "reserved", "owned": "owned", "on_demand": "on-demand", "spot": "spot"}
+PERIOD_COUNTS = ("reserved", "owned", "on_demand", "spot", "in_use")
+
+
+@dataclass(frozen=True)
+class PeriodRefs:
+    """Where Monthly finds a month's block on the Periods sheet."""
+
+    blocks: dict[int, tuple[int, int]]  # month (from 1) -> first and last row of its block
+    months_col: str  # column of "months in block"
+    cost_cols: dict[str, str]  # tier -> column of that tier's $ in the period
+
+
+# ---------------------------------------------------------------- Periods
+
+
+def _block(months: Any) -> tuple[int, int]:
+    """ "4-6" -> (4, 6); "7" -> (7, 7)."""
+    first, _, last = str(months).partition("-")
+    return int(first), int(last or first)
+
+
+def _tier_cost(tier: str, gpus: list[str], cols: dict, names: Names, r: int) -> Any:
+    """=(GPUs x price summed over GPU types) x hours of the period, for one tier."""
+    terms = [f"{cols[g, tier]}{r}*{names.tier[tier, g]}" for g in gpus if (tier, g) in names.tier]
+    return f"=({'+'.join(terms)})*G{r}" if terms else 0
+
+
+def _period_headers(
+    classes: list[str], gpus: list[str]
+) -> tuple[list[str], list[str | None], dict[tuple[str, str], str], dict[str, str]]:
+    headers = [
+        "period",
+        "months",
+        "first month",
+        "months in block",
+        "slot",
+        "share of hours",
+        "hours",
+    ]
+    fmts: list[str | None] = ["0", None, "0", "0", "0", PERCENT, HOURS_FMT]
+    headers += [f"demand {c} req/s" for c in classes]
+    fmts += [RATE] * len(classes)
+    gpu_cols: dict[tuple[str, str], str] = {}
+    for g in gpus:
+        for kind in PERIOD_COUNTS:
+            gpu_cols[g, kind] = get_column_letter(len(headers) + 1)
+            headers.append(f"{g} {kind.replace('_', '-')}")
+            fmts.append(COUNT)
+    cost_cols: dict[str, str] = {}
+    for tier in PERIOD_TIERS:
+        cost_cols[tier] = get_column_letter(len(headers) + 1)
+        headers.append(f"{TIER_LABELS[tier]} $")
+        fmts.append(MONEY)
+    headers += ["total $", "planner $"]
+    fmts += [MONEY, MONEY]
+    return headers, fmts, gpu_cols, cost_cols
+
+
+def write_periods(ws: Worksheet, plan: Plan, names: Names) -> PeriodRefs:
+    """One row per (block of months, demand slot): hours, demand, GPUs per tier, $ per tier."""
+    ot = plan.over_time
+    table = ot.periods
+    gpus = list(ot.solution.gpu_types)
+    classes = [c.name for c in plan.classes if f"demand_{c.name}_req_s" in table]
+    headers, fmts, gpu_cols, cost_cols = _period_headers(classes, gpus)
+    header(ws, headers)
+    first_cost, last_cost = cost_cols[PERIOD_TIERS[0]], cost_cols[PERIOD_TIERS[-1]]
+    blocks: dict[int, tuple[int, int]] = {}
+    for p, row in enumerate(table.to_dict("records")):
+        r = p + 2
+        first, last = _block(row["months"])
+        months = last - first + 1
+        values = [
+            p + 1,
+            str(row["months"]),
+            first,
+            months,
+            int(row["slot"]),
+            float(row["hours"]) / (HOURS_PER_MONTH * months),
+            f"=F{r}*{HOURS_NAME}*D{r}",
+            *(row[f"demand_{c}_req_s"] for c in classes),
+            *(row.get(f"{g}_{kind}", 0) for g in gpus for kind in PERIOD_COUNTS),
+            *(_tier_cost(tier, gpus, gpu_cols, names, r) for tier in PERIOD_TIERS),
+            f"=SUM({first_cost}{r}:{last_cost}{r})",
+            row["cost_usd"],
+        ]
+        for j, v in enumerate(values):
+            put(ws, r, j + 1, v, fmts[j])
+        for m in range(first, last + 1):
+            a, b = blocks.get(m, (r, r))
+            blocks[m] = (min(a, r), max(b, r))
+    ws.freeze_panes = "C2"
+    fit_widths(ws)
+    return PeriodRefs(blocks, "D", cost_cols)
+
+
+# ---------------------------------------------------------------- Monthly
+
+
+def _monthly_row(r: int, row: dict, names: Names, refs: PeriodRefs, held: tuple[int, int]):
+    m = int(row["month"])
+    periods = quote_sheetname(PERIODS)
+    a, b = refs.blocks[m]
+    h1, h2 = held
+
+    def block(tier: str) -> str:
+        col = refs.cost_cols[tier]
+        return f"=SUM({periods}!${col}${a}:${col}${b})/{periods}!${refs.months_col}${a}"
+
+    grow = names.growth is not None and r > 2
+    return [
+        m,
+        f"=$B$2*(1+{names.growth})^(A{r}-1)" if grow else row["avg_requests_per_s"],
+        f"=$C$2*(1+{names.growth})^(A{r}-1)" if grow else row["output_tokens"],
+        f"=SUMPRODUCT($B${h1}:$B${h2},$C${h1}:$C${h2})*{HOURS_NAME}",
+        f"=SUMPRODUCT($D${h1}:$D${h2},$E${h1}:$E${h2})*{HOURS_NAME}",
+        block("on_demand"),
+        block("spot"),
+        f"=SUM(D{r}:G{r})",
+        f"=H{r}/C{r}*{TOKENS_PER_1K:.0f}",
+        row["total_usd"],
+        row["cost_per_1k_output_tokens_usd"],
+    ]
+
+
+def _write_total(ws: Worksheet, ot: Any, total: int, fmts: list[str | None]) -> None:
+    n = total - 2
+    ws.cell(row=total, column=1, value="Total").font = BOLD
+    for col in "CDEFGH":
+        put(ws, total, col_index(col), f"=SUM({col}2:{col}{n + 1})", fmts[col_index(col) - 1])
+    put(ws, total, 9, f"=H{total}/C{total}*{TOKENS_PER_1K:.0f}", MONEY_FINE)
+    put(ws, total, 10, float(ot.monthly["total_usd"].sum()), MONEY)
+    put(ws, total, 11, ot.cost_per_1k_output_tokens_usd, MONEY_FINE)
+    for cell in ws[total]:
+        cell.font = BOLD
+
+
+def write_monthly(ws: Worksheet, plan: Plan, names: Names, refs: PeriodRefs) -> None:
+    """Month by month cost by tier as live formulas, totals, comparisons, held GPUs, chart."""
+    ot = plan.over_time
+    table = ot.monthly
+    gpus = list(ot.solution.gpu_types)
+    fmts = [fmt for _, fmt in MONTHLY_COLUMNS]
+    n = len(table)
+    total = n + 2
+    held_header = total + 8
+    held = (held_header + 1, held_header + len(gpus))
+    header(ws, [label for label, _ in MONTHLY_COLUMNS])
+    for i, row in enumerate(table.to_dict("records")):
+        for j, v in enumerate(_monthly_row(i + 2, row, names, refs, held)):
+            put(ws, i + 2, j + 1, v, fmts[j])
+    _write_total(ws, ot, total, fmts)
+    labels = _monthly_comparisons(ws, ot, total)
+    _write_held(ws, ot, names, gpus, held_header)
+    ws.freeze_panes = "B2"
+    fit_widths(ws)
+    ws.column_dimensions["A"].width = max(10, max((len(g) + 2 for g in gpus), default=0))
+    for r, label in labels:  # after the widths: labels run on over the empty cells
+        put(ws, r, 1, label)
+    notes = [
+        "GPU counts are as planned: editing growth changes demand, output tokens and $ per "
+        "1K output tokens, not the GPUs or their cost; rerun planner to re-plan.",
+        "Each block of months is sized for its busiest month; a block's on-demand and spot "
+        "cost (Periods sheet) is split evenly over its months.",
+        *ot.notes,
+    ]
+    for i, note in enumerate(notes):
+        put(ws, held[1] + 2 + i, 1, note)
+    _monthly_chart(ws, n)
+
+
+def _monthly_comparisons(ws: Worksheet, ot: Any, total: int) -> list[tuple[int, str]]:
+    """All on-demand and all reserved (planner figures) beside this plan's live total."""
+    od = ot.all_on_demand
+    od_cost = finite(od.total_cost) if od is not None and od.status != "infeasible" else None
+    res_cost = finite(ot.all_reserved_cost)
+    held = ", ".join(f"{n}x {g}" for g, n in ot.all_reserved_gpus.items()) or "none"
+    mixed = float(ot.solution.total_cost)
+    rows = [
+        (
+            "all on-demand (no reserved, owned or spot), horizon $: planner figure "
+            "at the planner's prices",
+            od_cost,
+        ),
+        (
+            f"all reserved for the busiest period's peak ({held}), horizon $: planner "
+            "figure at the planner's prices",
+            res_cost,
+        ),
+    ]
+    labels: list[tuple[int, str]] = []
+    for k, (label, cost) in enumerate(rows):
+        r = total + 2 + 2 * k
+        labels.append((r, label if cost is not None else f"{label} (n/a: no such plan)"))
+        put(ws, r, 8, cost, MONEY)
+        labels.append((r + 1, f"saving of this plan vs {label.split(' (')[0]}"))
+        if cost is not None:
+            put(ws, r + 1, 8, f"=H{r}-H{total}", MONEY)
+            put(ws, r + 1, 9, f"=H{r + 1}/H{r}" if cost else None, PERCENT)
+            put(ws, r + 1, 10, cost - mixed, MONEY)
+    return labels
+
+
+def _write_held(ws: Worksheet, ot: Any, names: Names, gpus: list[str], header_row: int) -> None:
+    """GPUs held for the whole horizon (reserved, owned) with their named prices."""
+    ws.cell(row=header_row - 1, column=1, value="held for the whole horizon").font = BOLD
+    header(
+        ws,
+        ["GPU", "reserved GPUs", "reserved $/GPU-h", "owned GPUs", "owned $/GPU-h"],
+        row=header_row,
+    )
+    for i, g in enumerate(gpus):
+        r = header_row + 1 + i
+        res, own = names.tier.get(("reserved", g)), names.tier.get(("owned", g))
+        values = [
+            g,
+            int(ot.solution.reserved.get(g, 0)),
+            f"={res}" if res else None,
+            int(ot.solution.owned.get(g, 0)),
+            f"={own}" if own else None,
+        ]
+        for j, (v, fmt) in enumerate(
+            zip(values, [None, COUNT, UNIT_PRICE, COUNT, UNIT_PRICE], strict=True)
+        ):
+            put(ws, r, j + 1, v, fmt)
+
+
+def _monthly_chart(ws: Worksheet, n: int) -> None:
+    chart = BarChart()
+    chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
+    chart.title = "Monthly cost by tier"
+    chart.y_axis.title, chart.x_axis.title = "$ per month", "month"
+    chart.y_axis.numFmt = '"$"#,##0'
+    chart.add_data(
+        Reference(ws, min_col=4, max_col=7, min_row=1, max_row=n + 1), titles_from_data=True
+    )
+    chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n + 1))
+    show_axes(chart)
+    chart.width, chart.height = 18, 9
+    ws.add_chart(chart, "M2")

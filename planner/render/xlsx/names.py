@@ -1,0 +1,203 @@
+"""The cell map: sheet names, where each figure sits, and the workbook's defined names."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from openpyxl import Workbook
+from openpyxl.utils import quote_sheetname
+from openpyxl.workbook.defined_name import DefinedName
+
+from planner.render.xlsx.styles import (
+    COUNT,
+    GB,
+    MONEY,
+    MONEY_FINE,
+    MS,
+    PERCENT,
+    RATE,
+    UNIT_PRICE,
+)
+
+SUMMARY, FLEET, MONTHLY, PERIODS, CANDIDATES, BUILD_VS_API, CHARTS, ASSUMPTIONS = (
+    "Summary",
+    "Fleet",
+    "Monthly",
+    "Periods",
+    "Candidates",
+    "Build vs API",
+    "Charts",
+    "Assumptions",
+)
+# every sheet a workbook may hold, in workbook order; BASE_SHEETS are always there, Monthly
+# and Periods only for a plan over time, Charts when there is something to chart
+SHEETS = (SUMMARY, FLEET, MONTHLY, PERIODS, CANDIDATES, BUILD_VS_API, CHARTS, ASSUMPTIONS)
+BASE_SHEETS = (SUMMARY, FLEET, CANDIDATES, BUILD_VS_API, ASSUMPTIONS)
+
+HOURS_NAME = "hours_per_month"
+UTILISATION_NAME = "utilisation"
+GROWTH_NAME = "growth"
+FACTOR_NAME = "average_demand_factor"
+
+SUMMARY_ROWS: dict[str, int] = {
+    "scenario": 2,
+    "model": 3,
+    "engine": 4,
+    "status": 5,
+    "gap": 6,
+    "utilisation": 7,
+    "demand_requests_per_s": 8,
+    "input_tokens_per_s": 9,
+    "output_tokens_per_s": 10,
+    "total_cost_per_hour_usd": 11,
+    "monthly_cost_usd": 12,
+    "cost_per_1k_output_tokens_usd": 13,
+    "cost_per_1m_tokens_usd": 14,
+    "total_gpus": 15,
+    "single_gpu_best_gpu": 16,
+    "single_gpu_cost_per_hour_usd": 17,
+    "single_gpu_monthly_cost_usd": 18,
+    "mix_saving_monthly_usd": 19,
+    "mix_saving_fraction": 20,
+    "cheapest_api": 21,
+    "cheapest_api_monthly_cost_usd": 22,
+    "api_saving_monthly_usd": 23,
+}
+SUMMARY_CELLS: dict[str, str] = {key: f"B{row}" for key, row in SUMMARY_ROWS.items()}
+SUMMARY_NOTES_ROW = 25
+CLASS_TABLE_COLUMN = 6  # F: the per-class table on the Summary sheet
+
+FLEET_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("GPU", None),
+    ("TP", None),
+    ("quant", None),
+    ("KV dtype", None),
+    ("batch", COUNT),
+    ("replicas", COUNT),
+    ("GPUs", COUNT),
+    ("$/GPU-h", UNIT_PRICE),
+    ("$/h", MONEY),
+    ("$/month", MONEY),
+    ("planner $/h", MONEY),
+    ("requests/s", RATE),
+    ("capacity req/s", RATE),
+    ("load share", PERCENT),
+    ("capacity used", PERCENT),
+    ("TPOT ms", MS),
+    ("TTFT ms", MS),
+    ("SLA TPOT ms", MS),
+    ("SLA TTFT ms", MS),
+    ("classes served", None),
+    ("price provider", None),
+)
+
+# plan.candidates column -> (header, number format)
+CANDIDATE_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
+    ("class", "class", None),
+    ("gpu", "GPU", None),
+    ("tp", "TP", None),
+    ("quant", "quant", None),
+    ("kv_dtype", "KV dtype", None),
+    ("compute_dtype", "compute dtype", None),
+    ("batch", "batch", COUNT),
+    ("fits", "fits", None),
+    ("memory_per_gpu_gb", "memory/GPU GB", GB),
+    ("max_batch", "max batch", COUNT),
+    ("tpot_ms", "TPOT ms", MS),
+    ("ttft_ms", "TTFT ms", MS),
+    ("prefill_ms", "prefill ms", MS),
+    ("bound", "bound", None),
+    ("requests_per_s", "req/s at full load", RATE),
+    ("capacity_requests_per_s", "capacity req/s", RATE),
+    ("throughput_tok_s", "output tok/s", COUNT),
+    ("cost_per_hour_usd", "$/h", MONEY),
+    ("cost_per_1k_output_tokens_usd", "$ per 1K output tokens", MONEY_FINE),
+    ("sla_ok", "SLA ok", None),
+    ("why_not", "why not", None),
+)
+
+API_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("provider", None),
+    ("model id", None),
+    ("$ per 1M input", UNIT_PRICE),
+    ("$ per 1M output", UNIT_PRICE),
+    ("$/h", MONEY),
+    ("$/month", MONEY),
+    ("$ per 1K output tokens", MONEY_FINE),
+    ("planner $/month", MONEY),
+    ("self-host saving $/month", MONEY),
+    ("source", None),
+    ("as of", None),
+    ("break-even peak req/s", RATE),
+    ("break-even tokens/month (in + out)", COUNT),
+)
+
+ASSUMPTION_COLUMNS = (
+    "category",
+    "item",
+    "field",
+    "value",
+    "unit",
+    "source",
+    "as of",
+    "assumption",
+    "named cell",
+)
+ASSUMPTIONS_HEADER_ROW = 3
+
+MONTHLY_COLUMNS: tuple[tuple[str, str | None], ...] = (
+    ("month", "0"),
+    ("avg req/s", RATE),
+    ("output tokens", COUNT),
+    ("reserved $", MONEY),
+    ("owned $", MONEY),
+    ("on-demand $", MONEY),
+    ("spot $", MONEY),
+    ("total $", MONEY),
+    ("$ per 1K output tokens", MONEY_FINE),
+    ("planner total $", MONEY),
+    ("planner $ per 1K output tokens", MONEY_FINE),
+)
+
+CHART_TABLE_ROW = 42  # the charts sit above, the tables they plot start here
+CHART_POINT_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
+    ("class", "class", None),
+    ("gpu", "GPU", None),
+    ("tp", "TP", "0"),
+    ("quant", "quant", None),
+    ("batch", "batch", COUNT),
+    ("tpot_ms", "TPOT ms", MS),
+    ("cost_per_1k_output_tokens_usd", "$ per 1K output tokens", MONEY_FINE),
+)
+
+
+@dataclass
+class Names:
+    """The workbook's defined names for prices and plan-over-time assumptions."""
+
+    gpu: dict[str, str] = field(default_factory=dict)  # fleet GPU -> its price name
+    tier: dict[tuple[str, str], str] = field(default_factory=dict)  # (tier, gpu) -> name
+    growth: str | None = None
+    factor: str | None = None
+    owned: bool = False  # an owned-GPU hourly cost is among the prices
+
+
+def defined_name(prefix: str, ident: str, taken: set[str]) -> str:
+    """An Excel-safe workbook name: letters, digits, underscore; never a cell reference."""
+    base = f"{prefix}_{re.sub(r'[^A-Za-z0-9_]', '_', ident).strip('_').lower() or 'x'}"
+    name, n = base[:250], 2
+    while name.lower() in taken:
+        name, n = f"{base[:245]}_{n}", n + 1
+    taken.add(name.lower())
+    return name
+
+
+def add_name(wb: Workbook, name: str, sheet: str, coord: str) -> None:
+    col, row = re.match(r"([A-Z]+)(\d+)$", coord).groups()
+    wb.defined_names[name] = DefinedName(name, attr_text=f"{quote_sheetname(sheet)}!${col}${row}")
+
+
+def ref(sheet: str, coord: str) -> str:
+    col, row = re.match(r"([A-Z]+)(\d+)$", coord).groups()
+    return f"{quote_sheetname(sheet)}!${col}${row}"

@@ -1,0 +1,265 @@
+"""The Summary sheet: the headline figures as live formulas, notes and the class table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openpyxl.worksheet.worksheet import Worksheet
+
+from planner.planning.plan import Plan
+from planner.render.xlsx.cells import finite, header, put
+from planner.render.xlsx.names import (
+    BUILD_VS_API,
+    CLASS_TABLE_COLUMN,
+    FLEET,
+    HOURS_NAME,
+    SUMMARY_NOTES_ROW,
+    SUMMARY_ROWS,
+    UTILISATION_NAME,
+    ref,
+)
+from planner.render.xlsx.styles import (
+    BOLD,
+    COUNT,
+    MONEY,
+    MONEY_FINE,
+    MS,
+    PERCENT,
+    RATE,
+    fit_widths,
+)
+from planner.schema.plan import FleetSummary
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
+
+# key -> (label, value or formula, planner value, number format, unit / note)
+SummaryRow = tuple[str, Any, Any, str | None, str]
+
+
+def _status(fleet: FleetSummary) -> str:
+    if fleet.status == "optimal":
+        return fleet.status
+    gap = finite(fleet.gap)
+    return f"{fleet.status} (gap {gap:.1%})" if gap is not None else fleet.status
+
+
+def _single_gpu_formula(plan: Plan, price_names: dict[str, str]) -> str | None:
+    single, gpu = plan.single_gpu_best, plan.single_gpu_best_gpu
+    if single is None or gpu not in price_names:
+        return None
+    prices = {float(d.price_usd_per_gpu_hour) for d in single.deployments if d.gpu == gpu}
+    if len(prices) != 1 or any(d.gpu != gpu for d in single.deployments):
+        return None
+    return f"={single.total_gpus}*{price_names[gpu]}"
+
+
+def _summary_rows(
+    plan: Plan,
+    totals: dict[str, str],
+    price_names: dict[str, str],
+    api_rows: tuple[int, int],
+) -> dict[str, SummaryRow]:
+    n_cls = len(plan.classes)
+    last = 1 + n_cls
+    rps, inp, out = (f"{c}2:{c}{last}" for c in "GHI")
+    fleet, single, api = plan.fleet, plan.single_gpu_best, plan.cheapest_api
+    tok_in = sum(c.requests_per_second * c.input_tokens for c in plan.classes)
+    tok_out = sum(c.requests_per_second * c.output_tokens for c in plan.classes)
+    single_h = single.total_cost_per_hour_usd if single else None
+    single_m = single_h * HOURS_PER_MONTH if single_h is not None else None
+    mix_saving = single_m - fleet.monthly_cost_usd if single_m is not None else None
+    api_m = api.monthly_cost_usd * plan.average_demand_factor if api else None
+    f_ref = {k: ref(FLEET, v) for k, v in totals.items()}
+    api_range = f"{ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}"
+    return {
+        "scenario": ("scenario", plan.scenario_name, None, None, ""),
+        "model": ("model", plan.model_id, None, None, ""),
+        "engine": ("engine", plan.engine, None, None, ""),
+        "status": ("solver status", _status(fleet), None, None, ""),
+        "gap": (
+            "optimality gap",
+            fleet.gap,
+            None,
+            PERCENT,
+            f"lower bound ${fleet.lower_bound_per_hour_usd:,.2f}/h"
+            if finite(fleet.lower_bound_per_hour_usd) is not None
+            else "",
+        ),
+        "utilisation": (
+            "target utilisation",
+            f"={UTILISATION_NAME}",
+            plan.utilisation,
+            PERCENT,
+            "replicas are sized to run at this load",
+        ),
+        "demand_requests_per_s": (
+            "total demand",
+            f"=SUM({rps})",
+            plan.total_requests_per_s,
+            RATE,
+            "req/s",
+        ),
+        "input_tokens_per_s": (
+            "input tokens/s",
+            f"=SUMPRODUCT({rps},{inp})",
+            tok_in,
+            COUNT,
+            "tokens/s",
+        ),
+        "output_tokens_per_s": (
+            "output tokens/s",
+            f"=SUMPRODUCT({rps},{out})",
+            tok_out,
+            COUNT,
+            "tokens/s",
+        ),
+        "total_cost_per_hour_usd": (
+            "self-hosted fleet $/h",
+            f"={f_ref['cost_per_hour']}",
+            fleet.total_cost_per_hour_usd,
+            MONEY,
+            "$/h",
+        ),
+        "monthly_cost_usd": (
+            "self-hosted fleet $/month",
+            f"={f_ref['cost_per_month']}",
+            fleet.monthly_cost_usd,
+            MONEY,
+            f"$/month of {HOURS_PER_MONTH:g} h",
+        ),
+        "cost_per_1k_output_tokens_usd": (
+            "$ per 1K output tokens",
+            f"=B11/({SECONDS_PER_HOUR:.0f}*B10)*{TOKENS_PER_1K:.0f}" if tok_out > 0 else None,
+            fleet.cost_per_1k_output_tokens_usd,
+            MONEY_FINE,
+            "$",
+        ),
+        "cost_per_1m_tokens_usd": (
+            "$ per 1M tokens (input + output)",
+            f"=B11/({SECONDS_PER_HOUR:.0f}*(B9+B10))*{TOKENS_PER_1M:.0f}"
+            if tok_in + tok_out > 0
+            else None,
+            fleet.cost_per_1m_tokens_usd,
+            MONEY_FINE,
+            "$",
+        ),
+        "total_gpus": ("total GPUs", f"={f_ref['gpus']}", fleet.total_gpus, COUNT, "GPUs"),
+        "single_gpu_best_gpu": (
+            "best single-GPU-type plan: GPU",
+            plan.single_gpu_best_gpu if single else "none: no single GPU type can serve it",
+            None,
+            None,
+            f"{single.total_gpus} GPUs, {len(single.deployments)} configuration(s)"
+            if single
+            else "",
+        ),
+        "single_gpu_cost_per_hour_usd": (
+            "best single-GPU-type plan $/h",
+            _single_gpu_formula(plan, price_names) or single_h,
+            single_h,
+            MONEY,
+            "$/h",
+        ),
+        "single_gpu_monthly_cost_usd": (
+            "best single-GPU-type plan $/month",
+            f"=B17*{HOURS_NAME}" if single else None,
+            single_m,
+            MONEY,
+            "$/month",
+        ),
+        "mix_saving_monthly_usd": (
+            "saving of the GPU mix",
+            "=B18-B12" if single else None,
+            mix_saving,
+            MONEY,
+            "$/month vs the single-GPU-type plan",
+        ),
+        "mix_saving_fraction": (
+            "saving of the GPU mix, %",
+            "=B19/B18" if single_m else None,
+            mix_saving / single_m if single_m else None,
+            PERCENT,
+            "",
+        ),
+        "cheapest_api": (
+            "cheapest API (at planner prices)",
+            f"{api.provider} / {api.provider_model_id}"
+            if api
+            else "none: no API offers this model",
+            None,
+            None,
+            "",
+        ),
+        "cheapest_api_monthly_cost_usd": (
+            "cheapest API $/month",
+            f"=MIN({api_range})" if api else None,
+            api_m,
+            MONEY,
+            "lowest $/month on the Build vs API sheet"
+            + (" (API at average demand)" if plan.over_time is not None else ""),
+        ),
+        "api_saving_monthly_usd": (
+            "self-host saving vs cheapest API",
+            "=B22-B12" if api else None,
+            api_m - fleet.monthly_cost_usd if api_m is not None else None,
+            MONEY,
+            "$/month; negative means the API is cheaper",
+        ),
+    }
+
+
+def _write_class_table(ws: Worksheet, plan: Plan) -> None:
+    col = CLASS_TABLE_COLUMN
+    header(
+        ws,
+        [
+            "class",
+            "req/s",
+            "input tokens",
+            "output tokens",
+            "SLA TPOT ms",
+            "SLA TTFT ms",
+            "statistic",
+        ],
+        column=col,
+    )
+    for i, c in enumerate(plan.classes):
+        values = [
+            c.name,
+            c.requests_per_second,
+            c.input_tokens,
+            c.output_tokens,
+            c.tpot_ms,
+            c.ttft_ms,
+            c.statistic,
+        ]
+        for j, (v, fmt) in enumerate(
+            zip(values, [None, RATE, COUNT, COUNT, MS, MS, None], strict=True)
+        ):
+            put(ws, 2 + i, col + j, v, fmt)
+
+
+def write_summary(
+    ws: Worksheet,
+    plan: Plan,
+    totals: dict[str, str],
+    price_names: dict[str, str],
+    api_rows: tuple[int, int],
+) -> None:
+    header(ws, ["item", "value", "planner value", "unit / note"])
+    rows = _summary_rows(plan, totals, price_names, api_rows)
+    for key, (label, value, planner, fmt, unit) in rows.items():
+        r = SUMMARY_ROWS[key]
+        ws.cell(row=r, column=1, value=label)
+        put(ws, r, 2, value, fmt)
+        put(ws, r, 3, planner, fmt)
+        put(ws, r, 4, unit)
+    ws.cell(row=SUMMARY_NOTES_ROW, column=1, value="Notes").font = BOLD
+    notes = list(plan.notes) or ["(none)"]
+    for i, note in enumerate(notes):
+        ws.cell(row=SUMMARY_NOTES_ROW + 1 + i, column=1, value="note")
+        put(ws, SUMMARY_NOTES_ROW + 1 + i, 2, note)
+    _write_class_table(ws, plan)
+    ws.freeze_panes = "A2"
+    fit_widths(ws)
+    ws.column_dimensions["B"].width = 24
+    ws.column_dimensions["E"].width = 3
