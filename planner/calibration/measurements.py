@@ -233,6 +233,7 @@ def _map_identity(raw: pd.Series, out: _RowMap, catalog: Catalog) -> None:
     precision = str(raw["weight_precision"] or "").strip()
     model_id = model_text if model_text in catalog.models else map_model(model_text)
     gpu_id = gpu_text if gpu_text in catalog.gpus else map_gpu(gpu_text)
+    quant_id: str | None
     if precision in catalog.quants:
         quant_id, q_note = precision, ""
     else:

@@ -182,12 +182,12 @@ def cross_validate(
     rows = rows[rows["engine"].isin(recipe.engines)]
     parts = []
     for group in sorted(rows[group_col].dropna().unique()):
+
+        def others(r: pd.DataFrame, g: object = group) -> pd.Series:
+            return r[group_col] != g
+
         profile, report = fit_recipe(
-            measurements,
-            catalog,
-            recipe,
-            row_filter=lambda r, g=group: r[group_col] != g,
-            n_starts=n_starts,
+            measurements, catalog, recipe, row_filter=others, n_starts=n_starts
         )
         held = measurements[
             measurements["row_id"].isin(rows.loc[rows[group_col] == group, "row_id"])

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -167,13 +168,14 @@ def _vllm_operating_point(doc: Mapping, where: str, out: _RowMap) -> tuple[float
     return batch, "serving_poisson"
 
 
-def _vllm_metrics(doc: Mapping, where: str, o_len: float, out: _RowMap) -> dict:
+def _vllm_metrics(doc: Mapping, where: str, o_len: float, out: _RowMap) -> dict[str, Any]:
     if not any(k in doc for keys in VLLM_METRIC_KEYS.values() for k in keys):
         raise InputError(
             f"{where}: not a vLLM serving benchmark result (none of "
             f"{', '.join(k for keys in VLLM_METRIC_KEYS.values() for k in keys)})"
         )
-    values, basis = {}, []
+    values: dict[str, float] = {}
+    basis: list[str] = []
     for metric, keys in VLLM_METRIC_KEYS.items():
         value, key = _first_metric(doc, keys)
         if any(s.startswith(f"{metric}:") for s in out.metric_skips):
@@ -186,8 +188,7 @@ def _vllm_metrics(doc: Mapping, where: str, o_len: float, out: _RowMap) -> dict:
         values["meas_tpot"] = math.nan
     if all(math.isnan(v) for v in values.values()):
         out.skips.append("no usable metric")
-    values.update(meas_e2e=math.nan, metric_basis="; ".join(basis))
-    return values
+    return {**values, "meas_e2e": math.nan, "metric_basis": "; ".join(basis)}
 
 
 def _varying_lengths(doc: Mapping, out: _RowMap) -> None:

@@ -32,9 +32,9 @@ def balance_load(
     lp += busiest + tie
     for w, demand in enumerate(problem.demand):
         lp += pulp.lpSum(v for (c, ww), v in load.items() if ww == w) == float(demand)
-    for c in np.flatnonzero(replicas):
-        used = [v / float(problem.capacity[c, w]) for (cc, w), v in load.items() if cc == c]
-        lp += pulp.lpSum(used) <= busiest * float(replicas[c])
+    for chosen in np.flatnonzero(replicas):
+        used = [v / float(problem.capacity[c, w]) for (c, w), v in load.items() if c == chosen]
+        lp += pulp.lpSum(used) <= busiest * float(replicas[chosen])
     if solve(lp, options).status != "optimal":
         return None
     out = np.zeros(problem.capacity.shape)

@@ -59,7 +59,9 @@ class TimeProblem:
 
     def without(self, *tiers: str) -> TimeProblem:
         """The same problem with some tiers taken away (for the comparison plans)."""
-        gone = {t: {} for t in ("reserved", "owned", "spot") if t in tiers}
+        gone: dict[str, dict[str, float]] = {
+            t: {} for t in ("reserved", "owned", "spot") if t in tiers
+        }
         return replace(self, prices=replace(self.prices, **gone))
 
 

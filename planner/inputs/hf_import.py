@@ -478,7 +478,7 @@ def model_from_hf_config(config: dict, model_id: str, source: str) -> Model:
             ),
         }
         draft = Model(**fields, stated_total_params_b=1.0)
-        stated = {"stated_total_params_b": draft.params_total / 1e9}
+        stated: dict[str, Any] = {"stated_total_params_b": draft.params_total / 1e9}
         if draft.is_moe:
             stated["stated_active_params_b"] = draft.params_active / 1e9
         return Model(**fields, **stated)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -98,7 +99,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def describe_error(err: dict[str, Any], model: type[BaseModel]) -> str:
+def describe_error(err: Mapping[str, Any], model: type[BaseModel]) -> str:
     """One line for one pydantic error: key path, what is wrong, the value, a hint."""
     loc = tuple(err.get("loc", ()))
     path = key_path(loc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from planner.errors import InputError, unknown_name_message
@@ -106,7 +107,7 @@ def load_scenario(path: str | Path, catalog: Catalog) -> tuple[Scenario, Catalog
 
 def _check_ids(scenario: Scenario, path: Path, catalog: Catalog) -> None:
     """Every id the scenario names must be in the catalog; misspellings get a suggestion."""
-    checks = [
+    checks: list[tuple[str, list[str], Mapping[str, object], str]] = [
         ("engine", [scenario.engine], catalog.engines, "engine profile"),
         ("search.quants", scenario.search.quants, catalog.quants, "quantization"),
         ("hardware.gpus", scenario.hardware.gpus or [], catalog.gpus, "GPU"),

@@ -26,7 +26,7 @@ def bytes_weights_per_step(model: Model, df: pd.DataFrame, tokens: np.ndarray) -
     """Weight bytes one forward pass of `tokens` tokens reads, whole model: every block
     weight, only the experts those tokens touch, and the LM head (not the input table)."""
     wb, eb = _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
-    block = model.params_total - model.params_embedding - model.params_lm_head
+    block: float | np.ndarray = model.params_total - model.params_embedding - model.params_lm_head
     if model.moe is not None:
         all_experts = model.n_moe_layers * model.moe.n_routed_experts * model.params_per_expert
         touched = rf.experts_touched(

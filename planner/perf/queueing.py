@@ -33,7 +33,7 @@ def erlang_c(servers: ArrayLike, utilisation: ArrayLike) -> Array:
     )
     if np.ndim(utilisation) == 0:  # the common case: one planned utilisation
         keys, inverse = np.unique(c_all.ravel().astype(np.int64), return_inverse=True)
-        c, u = keys, np.full(keys.shape, float(utilisation))
+        c, u = keys, np.full(keys.shape, float(np.asarray(utilisation)))
     else:
         pairs, inverse = np.unique((c_all + 1j * u_all).ravel(), return_inverse=True)
         c, u = pairs.real.astype(np.int64), pairs.imag

@@ -39,12 +39,14 @@ def attention_pairs_prefill(length: ArrayLike, n_global: int, n_sliding: int, wi
 
 def latency_memory(bytes_read: ArrayLike, bandwidth: ArrayLike, efficiency: ArrayLike) -> Array:
     """Seconds to stream `bytes_read` at `bandwidth * efficiency` bytes/s."""
-    return np.asarray(bytes_read, float) / (np.asarray(bandwidth, float) * efficiency)
+    return np.asarray(bytes_read, float) / (
+        np.asarray(bandwidth, float) * np.asarray(efficiency, float)
+    )
 
 
 def latency_compute(flops: ArrayLike, peak: ArrayLike, efficiency: ArrayLike) -> Array:
     """Seconds to run `flops` at `peak * efficiency` FLOP/s."""
-    return np.asarray(flops, float) / (np.asarray(peak, float) * efficiency)
+    return np.asarray(flops, float) / (np.asarray(peak, float) * np.asarray(efficiency, float))
 
 
 def latency_allreduce(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from planner.errors import InfeasibleError
@@ -102,8 +103,8 @@ def _fleet_message(scenario: Scenario, problem: FleetProblem) -> str:
     return "; ".join(msgs) or "the fleet constraints cannot all hold at once"
 
 
-def _fleet_text(problem: FleetProblem, replicas) -> str:
-    parts = {}
+def _fleet_text(problem: FleetProblem, replicas: np.ndarray) -> str:
+    parts: dict[str, int] = {}
     for g, t, n in zip(problem.gpu, problem.tp, replicas, strict=True):
         parts[g] = parts.get(g, 0) + int(t * n)
     return ", ".join(f"{n} x {g}" for g, n in sorted(parts.items()) if n)
