@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -138,8 +137,3 @@ def validate(data: Any, model: type[M], source: str | Path) -> M:
 def load_yaml_model(path: Path, model: type[M]) -> M:
     """Read and validate one YAML file into a strict model."""
     return validate(read_yaml(path), model, path)
-
-
-def is_finite_number(value: Any) -> bool:
-    """True for a real, finite int or float (bools excluded)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -17,6 +17,3 @@ class Provenance(Strict):
     source: str = Field(min_length=3)
     as_of: str = Field(min_length=4, description="date or period of the fact, e.g. 2026-09-20")
     notes: str | None = None
-
-
-PositiveFloat = float
