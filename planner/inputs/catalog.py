@@ -10,7 +10,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from planner.errors import CatalogError, InputError, unknown_name_message
-from planner.inputs.loading import load_yaml_model
+from planner.inputs.loading import load_yaml_model, package_folder
 from planner.schema.api import ApiOffering, ApiProvider
 from planner.schema.engine import EngineProfile
 from planner.schema.hardware import Gpu
@@ -19,7 +19,8 @@ from planner.schema.quant import Quant
 
 M = TypeVar("M", bound=BaseModel)
 
-DEFAULT_CATALOG_DIR = Path(__file__).resolve().parents[2] / "catalogs"
+# catalogs/ of the repository, installed as the package planner.catalogs
+DEFAULT_CATALOG_DIR = package_folder("planner.catalogs")
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,6 +15,15 @@ from planner.errors import InputError, close_match
 
 M = TypeVar("M", bound=BaseModel)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def package_folder(package: str) -> Path:
+    """The folder of a data package shipped with planner (planner.catalogs, planner.data),
+    found through importlib.resources so a wheel works wherever it is installed."""
+    root = resources.files(package)
+    if not isinstance(root, Path):  # a zip import: the loaders read folders on disk
+        raise InputError(f"{package}: package data is not a folder on disk ({root})")
+    return root
 
 
 def read_text(path: str | Path, expected: str = "a text file") -> str:
