@@ -100,6 +100,15 @@ def test_a_built_wheel_installed_elsewhere_plans_a_scenario(tmp_path: Path) -> N
         env=env,
     ).splitlines()
     assert all(Path(p).is_relative_to(venv) for p in where[:3]) and where[3] == "True", where
+    # a checkout put first on the path without installing it reads its own folders
+    source = {**env, "PYTHONPATH": str(ROOT)}
+    code = "import planner.calibration as c, planner.inputs.catalog as k; "
+    code += "print(c.DEFAULT_CSV, k.DEFAULT_CATALOG_DIR, sep='\\n')"
+    found = run(venv / "bin" / "python", "-c", code, cwd=work, env=source).splitlines()
+    assert [Path(p) for p in found] == [
+        ROOT / "data" / "calibration" / "measured_public.csv",
+        ROOT / "catalogs",
+    ]
 
     planner = venv / "bin" / "planner"
     plan = json.loads(
