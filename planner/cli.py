@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -42,12 +43,14 @@ class PlannerGroup(click.Group):
     "--catalog",
     "catalog_dir",
     type=click.Path(file_okay=False),
-    default=None,
-    help="Catalog folder (default: the project's catalogs/ or $PLANNER_CATALOG_DIR).",
+    multiple=True,
+    help="User catalog folder (gpus/, models/, quants/, engines/, apis/) whose entries add to "
+    "or replace the shipped ones; repeatable, the first wins (default: $PLANNER_CATALOG_DIR, "
+    f"folders separated by '{os.pathsep}').",
 )
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.pass_context
-def cli(ctx: click.Context, catalog_dir: str | None, debug: bool) -> None:
+def cli(ctx: click.Context, catalog_dir: tuple[str, ...], debug: bool) -> None:
     """planner: cost and capacity planning for LLM inference.
 
     Example: planner solve scenarios/chatbot.yaml
@@ -315,7 +318,8 @@ def model() -> None:
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Where to write the YAML (default: <catalog>/models/<id>.yaml; - for stdout).",
+    help="Where to write the YAML (default: <first user catalog folder, else ./catalogs>/"
+    "models/<id>.yaml; - for stdout).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing entry.")
 @click.pass_context
@@ -324,7 +328,6 @@ def import_model(ctx, config, model_id, output, force) -> None:
 
     Example: planner model import ./Llama-3.1-8B/config.json --id my-llama
     """
-    from planner.inputs.catalog import catalog_dir
     from planner.inputs.hf_import import model_from_hf_config, model_to_yaml
     from planner.inputs.loading import read_json
     from planner.writing import write_text_atomic
@@ -337,18 +340,43 @@ def import_model(ctx, config, model_id, output, force) -> None:
     if output == "-":
         click.echo(text, nl=False)
         return
-    target = (
-        Path(output)
-        if output
-        else catalog_dir(ctx.obj.get("catalog_dir")) / "models" / (f"{model_id}.yaml")
-    )
+    target = Path(output) if output else _default_target(ctx, "models", model_id)
     if target.exists() and not force:
         raise InputError(f"{target} exists; pass --force to overwrite or --id to rename")
+    if not output:
+        target.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(target, text)
     click.echo(
         f"Wrote {target}: {entry.params_total / 1e9:.2f}B parameters "
         f"({entry.params_active / 1e9:.2f}B active), {entry.num_hidden_layers} layers"
     )
+    if not output:
+        click.echo(_catalog_note(ctx, target, "models", model_id), nl=False)
+
+
+def _default_target(ctx: click.Context, kind: str, entry_id: str) -> Path:
+    """A new entry's default file: <first user catalog folder, else ./catalogs>/<kind>/<id>.yaml
+    (an installed package's own folder is never written)."""
+    from planner.inputs.catalog import write_dir
+
+    return write_dir(ctx.obj.get("catalog_dir")) / kind / f"{entry_id}.yaml"
+
+
+def _catalog_note(ctx: click.Context, target: Path, kind: str, entry_id: str) -> str:
+    """Notes on a new entry at its default place: it shadows a shipped entry of that id, or
+    planner reads it only when told where its catalog folder is."""
+    from planner.inputs.catalog import CATALOG_ENV, DEFAULT_CATALOG_DIR, is_loaded
+
+    folder = target.parent.parent
+    notes = []
+    if (
+        folder.resolve() != DEFAULT_CATALOG_DIR.resolve()
+        and (DEFAULT_CATALOG_DIR / kind / target.name).is_file()
+    ):
+        notes.append(f"it replaces the shipped {kind[:-1]} '{entry_id}' where {folder} is read")
+    if not is_loaded(folder, ctx.obj.get("catalog_dir")):
+        notes.append(f"planner reads it with --catalog {folder} (or {CATALOG_ENV}={folder})")
+    return "".join(f"Note: {n}.\n" for n in notes)
 
 
 # ---- planner validate / planner calibrate: your own measurements ------------------------
@@ -433,7 +461,8 @@ def validate(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
     "-o",
     "--output",
     default=None,
-    help="Where to write the YAML (default: <catalog>/engines/<id>.yaml; - for stdout).",
+    help="Where to write the YAML (default: <first user catalog folder, else ./catalogs>/"
+    "engines/<id>.yaml; - for stdout).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing file.")
 @click.option(
@@ -480,7 +509,6 @@ def calibrate(
     import datetime as dt
 
     from planner import calibration as cal
-    from planner.inputs.catalog import catalog_dir
     from planner.render.json import to_json
     from planner.writing import write_text_atomic
 
@@ -488,7 +516,7 @@ def calibrate(
         raise InputError("-o - and --json both print to stdout: choose one")
     if starts < 1:
         raise InputError(f"--starts: must be a positive integer, got {starts}")
-    profile_id, target = _profile_target(ctx, base, profile_id, output, force, catalog_dir)
+    profile_id, target = _profile_target(ctx, base, profile_id, output, force)
     rows, catalog = _read_inputs(
         ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
     )
@@ -509,14 +537,18 @@ def calibrate(
         click.echo(text, nl=False)
         click.echo(cal.render_calibration(result, None), err=True, nl=False)
         return
+    if not output:
+        target.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(target, text)
+    note = "" if output else _catalog_note(ctx, target, "engines", profile_id)
     if as_json:
         click.echo(to_json(cal.calibration_dict(result, str(target))), nl=False)
+        click.echo(note, err=True, nl=False)
     else:
-        click.echo(cal.render_calibration(result, str(target)), nl=False)
+        click.echo(cal.render_calibration(result, str(target)) + note, nl=False)
 
 
-def _profile_target(ctx, base, profile_id, output, force, catalog_dir):
+def _profile_target(ctx, base, profile_id, output, force):
     """The new profile's id and file (None for stdout): the file name must be the id."""
     import re
 
@@ -535,11 +567,7 @@ def _profile_target(ctx, base, profile_id, output, force, catalog_dir):
         )
     if output == "-":
         return profile_id, None
-    target = (
-        Path(output)
-        if output
-        else catalog_dir(ctx.obj.get("catalog_dir")) / "engines" / f"{profile_id}.yaml"
-    )
+    target = Path(output) if output else _default_target(ctx, "engines", profile_id)
     if target.exists() and not force:
         raise InputError(f"{target} exists; pass --force to overwrite or --id to rename")
     return profile_id, target

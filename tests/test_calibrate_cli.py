@@ -158,6 +158,27 @@ def test_default_output_is_the_catalog_and_is_not_overwritten(synthetic, catalog
     assert written.is_file()
 
 
+def test_without_a_user_folder_the_default_output_is_catalogs_in_the_working_folder(
+    synthetic, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLANNER_CATALOG_DIR", raising=False)
+    args = ["calibrate", *map(str, synthetic), *IDENTITY, "--starts", "1"]
+    res = invoke(*args, "--id", "my-h100")
+    assert res.exit_code == 0, res.output
+    written = Path("catalogs") / "engines" / "my-h100.yaml"
+    assert f"Wrote {written}" in res.output and "--catalog catalogs" in res.output
+    assert not (DEFAULT_CATALOG_DIR / "engines" / "my-h100.yaml").exists()
+    assert load_catalog("catalogs").engine("my-h100").id == "my-h100"
+    # a user folder is the default target, its missing engines/ created; same id as shipped
+    (tmp_path / "mine").mkdir()
+    res = invoke("--catalog", "mine", *args, "--id", "vllm", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["output"] == str(Path("mine") / "engines" / "vllm.yaml")
+    assert "replaces the shipped engine 'vllm'" in res.stderr and "--catalog" not in res.stderr
+    assert load_catalog("mine").engine("vllm") != load_catalog().engine("vllm")
+
+
 def test_calibrate_to_stdout_writes_no_file(synthetic, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = invoke("calibrate", *map(str, synthetic), *IDENTITY, "--id", "mine", "-o", "-")

@@ -31,7 +31,7 @@ def row(frame: pd.DataFrame, row_id: int) -> pd.Series:
 
 
 def test_data_lives_in_the_project():
-    assert cal.DEFAULT_CSV.is_relative_to(cal.PROJECT_DIR)
+    assert cal.DEFAULT_CSV.is_relative_to(cal.DATA_DIR)
     assert cal.DEFAULT_CSV.is_file()
     sources = cal.DEFAULT_CSV.with_name("SOURCES.md").read_text(encoding="utf-8")
     assert "Copied verbatim" in sources

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import pickle
+import re
 import shutil
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
+import yaml
 
-from planner.errors import CatalogError
+from planner.errors import CatalogError, InputError
 from planner.inputs.catalog import DEFAULT_CATALOG_DIR, Catalog, _load_folder, load_catalog
 from planner.schema.hardware import Gpu
 
@@ -194,6 +199,82 @@ def test_load_catalog_rejects_mismatched_file(tmp_path: Path) -> None:
     shutil.copy(_gpu_file(), root / "gpus" / "renamed.yaml")
     with pytest.raises(CatalogError):
         load_catalog(root)
+
+
+# ---- user catalog folders: add and override on top of the shipped catalog --------------
+def _user_gpu(root: Path, gpu_id: str, memory_gb: float) -> Path:
+    """A user catalog folder with one GPU entry: the shipped H100 SXM renamed and resized."""
+    doc = yaml.safe_load(_gpu_file().read_text(encoding="utf-8"))
+    doc.update(id=gpu_id, memory_gb=memory_gb)
+    (root / "gpus").mkdir(parents=True, exist_ok=True)
+    (root / "gpus" / f"{gpu_id}.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return root
+
+
+def test_user_folder_adds_and_overrides_entries(tmp_path: Path, catalog: Catalog) -> None:
+    mine = _user_gpu(tmp_path / "mine", "my-gpu", 96)
+    _user_gpu(mine, "h100-sxm", 81)  # only gpus/: every other kind stays shipped
+    cat = load_catalog(mine)
+    assert set(cat.gpus) == set(catalog.gpus) | {"my-gpu"}
+    assert cat.gpu("my-gpu").memory_gb == 96 and cat.gpu("h100-sxm").memory_gb == 81
+    assert cat.models == catalog.models and cat.engines == catalog.engines
+    assert cat.user_folders == (str(mine),) and str(mine) in repr(cat)
+
+
+def test_earlier_user_folder_wins_and_env_var_lists_folders(tmp_path, monkeypatch, catalog):
+    first = _user_gpu(tmp_path / "first", "h100-sxm", 81)
+    second = _user_gpu(tmp_path / "second", "h100-sxm", 82)
+    _user_gpu(second, "other-gpu", 50)
+    both = load_catalog([first, second])
+    assert both.gpu("h100-sxm").memory_gb == 81 and "other-gpu" in both.gpus
+    monkeypatch.setenv("PLANNER_CATALOG_DIR", f"{second}{os.pathsep}{first}")
+    assert load_catalog().gpu("h100-sxm").memory_gb == 82
+    # an explicit folder replaces the variable's folders; an empty variable means none
+    assert load_catalog(first).gpu("h100-sxm").memory_gb == 81
+    assert "other-gpu" not in load_catalog(first).gpus
+    monkeypatch.setenv("PLANNER_CATALOG_DIR", "")
+    assert load_catalog().gpus == catalog.gpus
+
+
+def test_user_entries_are_validated_as_strictly_naming_the_file(tmp_path: Path) -> None:
+    mine = _user_gpu(tmp_path / "mine", "my-gpu", 96)
+    good = mine / "gpus" / "my-gpu.yaml"
+    text = good.read_text(encoding="utf-8")
+    good.rename(mine / "gpus" / "renamed.yaml")
+    with pytest.raises(CatalogError, match="renamed.yaml: id 'my-gpu' does not match"):
+        load_catalog(mine)
+    (mine / "gpus" / "renamed.yaml").unlink()
+    good.write_text(text + "memroy_gb: 1\n", encoding="utf-8")
+    with pytest.raises(InputError, match=re.escape(f"{good}: memroy_gb: unknown key")):
+        load_catalog(mine)
+
+
+def test_a_user_reference_to_an_unknown_entry_names_the_user_file(tmp_path: Path) -> None:
+    quant = yaml.safe_load((DEFAULT_CATALOG_DIR / "quants" / "fp8.yaml").read_text("utf-8"))
+    quant.update(id="my-fp8", gpus=["h100-sxm", "h100-sxn"])
+    path = tmp_path / "mine" / "quants" / "my-fp8.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(yaml.safe_dump(quant), encoding="utf-8")
+    with pytest.raises(CatalogError, match=re.escape(f"{path}: gpus: ") + ".*h100-sxn"):
+        load_catalog(tmp_path / "mine")
+
+
+def test_a_missing_folder_or_loose_yaml_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="catalog folder not found"):
+        load_catalog(tmp_path / "nowhere")
+    gpus = _user_gpu(tmp_path / "mine", "my-gpu", 96) / "gpus"  # the kind, not the catalog
+    with pytest.raises(CatalogError, match=r"my-gpu.yaml: not read: entries go in"):
+        load_catalog(gpus)
+    (tmp_path / "new").mkdir()  # an empty folder is a catalog with nothing to add yet
+    assert load_catalog(tmp_path / "new").gpus == load_catalog().gpus
+
+
+def test_catalog_is_frozen_and_picklable(tmp_path: Path) -> None:
+    cat = load_catalog(_user_gpu(tmp_path / "mine", "my-gpu", 96))
+    again = pickle.loads(pickle.dumps(cat))
+    assert again.gpus == cat.gpus and again.user_folders == cat.user_folders
+    with pytest.raises(FrozenInstanceError):
+        cat.gpus = {}  # type: ignore[misc]
 
 
 def test_sglang_placeholder_follows_the_vllm_fit(catalog):

@@ -251,3 +251,33 @@ def test_model_import_writes_a_catalog_entry(tmp_path):
         obj={},
     )
     assert again.exit_code == 2 and "--force" in again.output
+
+
+def test_user_catalog_folders_add_entries_and_the_first_wins(tmp_path):
+    import yaml
+
+    from planner.inputs.catalog import DEFAULT_CATALOG_DIR
+
+    doc = yaml.safe_load((DEFAULT_CATALOG_DIR / "gpus" / "h100-sxm.yaml").read_text("utf-8"))
+    for name, memory in (("first", 96), ("second", 120)):
+        (tmp_path / name / "gpus").mkdir(parents=True)
+        entry = {**doc, "id": "my-gpu", "memory_gb": memory}
+        (tmp_path / name / "gpus" / "my-gpu.yaml").write_text(yaml.safe_dump(entry), "utf-8")
+    folders = ["--catalog", str(tmp_path / "first"), "--catalog", str(tmp_path / "second")]
+    gpus = json.loads(invoke(*folders, "catalog", "gpus", "--json").stdout)["gpus"]
+    assert len(gpus) == 25
+    assert [g["memory_gb"] for g in gpus if g["id"] == "my-gpu"] == [96]
+
+
+def test_model_import_without_a_user_folder_writes_catalogs_here(tmp_path, monkeypatch):
+    from planner.inputs.catalog import DEFAULT_CATALOG_DIR, load_catalog
+
+    config = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3-32b.json"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PLANNER_CATALOG_DIR", raising=False)
+    res = invoke("model", "import", str(config), "--id", "my-qwen")
+    assert res.exit_code == 0, res.output
+    written = Path("catalogs") / "models" / "my-qwen.yaml"
+    assert f"Wrote {written}" in res.output and "--catalog catalogs" in res.output
+    assert not (DEFAULT_CATALOG_DIR / "models" / "my-qwen.yaml").exists()
+    assert load_catalog("catalogs").model("my-qwen").params_total == 32_762_123_264

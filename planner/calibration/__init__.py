@@ -70,13 +70,13 @@ from planner.calibration.measurements import (
     CSV_COLUMNS,
     CSV_METRIC_COLUMNS,
     CSV_REQUIRED,
+    DATA_DIR,
     DEFAULT_CSV,
     MEASURED,
     MEASUREMENT_COLUMNS,
     METRIC_UNITS,
     METRICS,
     PREDICTED,
-    PROJECT_DIR,
     SERVER_ENGINES,
     engine_label,
     load_measurements,
@@ -124,7 +124,7 @@ from planner.calibration.vllm_results import (
 
 __all__ = [
     # measurements
-    "PROJECT_DIR",
+    "DATA_DIR",
     "DEFAULT_CSV",
     "METRICS",
     "METRIC_UNITS",

@@ -44,10 +44,11 @@ import pandas as pd
 
 from planner.errors import InputError
 from planner.inputs.catalog import Catalog, load_catalog
-from planner.inputs.loading import read_text
+from planner.inputs.loading import package_folder, read_text
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
-DEFAULT_CSV = PROJECT_DIR / "data" / "calibration" / "measured_public.csv"
+# data/ of the repository, shipped as the package planner.data
+DATA_DIR = package_folder("planner.data")
+DEFAULT_CSV = DATA_DIR / "calibration" / "measured_public.csv"
 
 METRICS: tuple[str, ...] = ("tpot", "ttft", "throughput", "e2e")
 METRIC_UNITS = {"tpot": "ms", "ttft": "ms", "throughput": "tok/s", "e2e": "ms"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,6 +15,25 @@ from planner.errors import InputError, close_match
 
 M = TypeVar("M", bound=BaseModel)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# data package -> its folder in the repository (pyproject's package-dir)
+_SOURCE_FOLDERS = {"planner.catalogs": "catalogs", "planner.data": "data"}
+
+
+def package_folder(package: str) -> Path:
+    """The folder of a data package shipped with planner (planner.catalogs, planner.data),
+    found through importlib.resources so a wheel works wherever it is installed."""
+    try:
+        root = resources.files(package)
+    except ModuleNotFoundError:  # a checkout imported without installing (PYTHONPATH=.)
+        source = Path(__file__).resolve().parents[2] / _SOURCE_FOLDERS[package]
+        if not source.is_dir():
+            raise
+        return source
+    if not isinstance(root, Path):  # a zip import: the loaders read folders on disk
+        raise InputError(f"{package}: package data is not a folder on disk ({root})")
+    return root
 
 
 def read_text(path: str | Path, expected: str = "a text file") -> str:
