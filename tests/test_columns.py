@@ -102,3 +102,14 @@ def test_a_plans_candidate_table_is_exactly_the_declared_one(path, catalog):
     assert capacity.shape == (len(result.offered.keys), len(result.classes))
     assert capacity.dtype == np.float64 and (capacity >= 0).all()
     assert (capacity > 0).any(axis=1).all()  # every offered candidate serves some class
+
+
+def test_renderers_name_only_declared_columns():
+    """The workbook's Candidates sheet and the estimate JSON read declared columns only."""
+    from planner.render.json import BREAKDOWN_KEYS, ESTIMATE_KEYS
+    from planner.render.xlsx.names import CANDIDATE_COLUMNS
+
+    declared = set(columns.BY_NAME)
+    assert {name for name, _, _ in CANDIDATE_COLUMNS} <= declared
+    assert set(ESTIMATE_KEYS) - declared == {"model", "engine"}  # labels estimate() adds
+    assert {v for v in BREAKDOWN_KEYS.values() if v} <= declared
