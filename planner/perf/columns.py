@@ -47,6 +47,7 @@ class Column:
 
 
 def _stage(stage: Stage, rows: Iterable[tuple[str, str, str, str]]) -> tuple[Column, ...]:
+    """The columns of one stage from (name, unit, dtype, meaning) rows, kept in order."""
     return tuple(Column(name, unit, meaning, dtype, stage) for name, unit, dtype, meaning in rows)
 
 
