@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
+import yaml
 
+from planner.fleet.selection import sla_verdicts
 from planner.inputs.scenarios import load_scenario
 from planner.planning.pipeline import plan
-from planner.render.json import plan_dict, to_json
+from planner.render.json import offered_records, plan_dict, to_json
+from planner.schema.plan import Deployment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,3 +46,75 @@ def test_a_what_if_sweep_fans_out_on_a_process_pool(catalog):
         costs = list(pool.map(_cost, [(s, cat) for s in sweep]))
     assert costs == pytest.approx([_cost((s, cat)) for s in sweep])
     assert costs[0] <= costs[1] <= costs[2]
+
+
+def _renamed(line: Deployment, names: dict[str, str]) -> Deployment:
+    """A fleet line with its per-class figures keyed by the new class names."""
+    by_class = ("load_by_class", "tpot_ms_by_class", "ttft_ms_by_class")
+    return dataclasses.replace(
+        line, **{f: {names[k]: v for k, v in getattr(line, f).items()} for f in by_class}
+    )
+
+
+@pytest.mark.parametrize(
+    "names", [("gpu", "cost_per_hour_usd"), ("tp", "class"), ("batch", "quant")], ids=str
+)
+def test_class_names_that_are_column_names_plan_like_any_other(names, catalog, tmp_path):
+    """Per-class capacity is an array, not columns named after classes: any name plans."""
+    doc = yaml.safe_load((ROOT / "scenarios" / "mixed-traffic.yaml").read_text())
+    mapping = {c["name"]: new for c, new in zip(doc["workload"]["classes"], names, strict=True)}
+    for c in doc["workload"]["classes"]:
+        c["name"] = mapping[c["name"]]
+    path = tmp_path / "mixed-traffic.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    renamed = plan(*load_scenario(path, catalog))
+    original = plan(*load_scenario(ROOT / "scenarios" / "mixed-traffic.yaml", catalog))
+    assert [c.name for c in renamed.classes] == list(names)
+    assert renamed.fleet.status == "optimal"
+    assert renamed.fleet.total_cost_per_hour_usd == original.fleet.total_cost_per_hour_usd
+    want = [{**r, "class": mapping[r["class"]]} for r in offered_records(original)]
+    assert offered_records(renamed) == want
+    assert renamed.fleet.deployments == tuple(
+        _renamed(d, mapping) for d in original.fleet.deployments
+    )
+    assert plan_dict(renamed)["candidates_evaluated"] == len(original.candidates)
+
+
+def _old_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> list:
+    """The per-row reasons as sla_verdicts wrote them with DataFrame.apply (the reference)."""
+    out = []
+    for r in rows.itertuples():
+        if not r.fits:
+            why = (
+                f"out of memory: needs {r.memory_per_gpu_gb:.1f} GB/GPU, "
+                f"{r.memory_usable_gb:.1f} usable (max batch {int(r.max_batch)})"
+            )
+        elif np.isnan(r.price_usd_per_gpu_hour):
+            why = "no price for this GPU"
+        elif tpot_ms is not None and r.tpot_ms > tpot_ms:
+            why = f"TPOT {r.tpot_ms:.1f} ms > {tpot_ms:g} ms"
+        elif ttft_ms is not None and r.ttft_ms > ttft_ms:
+            why = f"TTFT {r.ttft_ms:.0f} ms > {ttft_ms:g} ms"
+        else:
+            why = ""
+        out.append(why)
+    return out
+
+
+@pytest.mark.parametrize(("tpot", "ttft"), [(50.0, 1500.0), (None, 800.5), (45.25, None)])
+def test_sla_verdicts_say_why_in_order_memory_price_tpot_ttft(tpot, ttft):
+    rows = pd.DataFrame(
+        {
+            "fits": [True, False, True, True, True, True, False],
+            "memory_per_gpu_gb": [10.0, 93.456, 20.0, 30.0, 40.0, 50.0, 81.05],
+            "memory_usable_gb": [72.0, 72.0, 72.0, 72.0, 72.0, 72.0, 72.0],
+            "max_batch": [100, 12, 40, 50, 60, 70, 0],
+            "price_usd_per_gpu_hour": [2.0, 2.0, np.nan, 2.0, 2.0, 2.0, np.nan],
+            "tpot_ms": [20.0, 80.0, 90.0, 60.04, 49.99, np.nan, 10.0],
+            "ttft_ms": [200.0, 9000.0, 100.0, 5000.4, 1600.5, 2000.0, 10.0],
+        },
+        index=range(10, 17),
+    )
+    got = sla_verdicts(rows, tpot, ttft)
+    assert list(got.index) == list(rows.index)
+    assert got.tolist() == _old_verdicts(rows, tpot, ttft)

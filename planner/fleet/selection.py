@@ -2,88 +2,126 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import reduce
+
 import numpy as np
 import pandas as pd
 
 from planner.fleet.steady import FleetProblem
+from planner.perf import columns
 
 CANDIDATE_KEY = ["gpu", "tp", "quant", "kv_dtype", "batch"]
+OFFERED_COLUMNS = columns.select([*CANDIDATE_KEY, "cost_per_hour_usd"])
+
+
+@dataclass(frozen=True)
+class Offered:
+    """The SLA-feasible candidates offered to the solver: one key row each and its capacity
+    per request class. Capacity is an array, so class names never become column names."""
+
+    keys: pd.DataFrame  # OFFERED_COLUMNS, one row per candidate
+    capacity: np.ndarray  # candidates x classes (plan order), req/s per replica; 0 = cannot
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def take(self, index: np.ndarray) -> Offered:
+        """The candidates at these positions, in that order."""
+        return Offered(self.keys.iloc[index].reset_index(drop=True), self.capacity[index])
+
+
+def _formatted(spec: str, values: pd.Series, mask: np.ndarray) -> np.ndarray:
+    """The masked values, each through one printf-style `spec` (vectorised, no row loop)."""
+    return np.char.mod(spec, values.to_numpy()[mask])
+
+
+def _joined(*parts: np.ndarray | str) -> np.ndarray:
+    """Element-wise concatenation of string arrays and literals."""
+    return reduce(np.char.add, parts)
 
 
 def sla_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> pd.Series:
-    """'' where the row meets memory, price and SLA; otherwise why it does not."""
-    reasons = pd.Series("", index=rows.index, dtype=object)
-    no_price = rows["price_usd_per_gpu_hour"].isna()
-    reasons[no_price] = "no price for this GPU"
-    tpot_bad = rows["tpot_ms"] > tpot_ms if tpot_ms is not None else False
-    ttft_bad = rows["ttft_ms"] > ttft_ms if ttft_ms is not None else False
-    if tpot_ms is not None:
-        msg = rows["tpot_ms"].map(lambda v: f"TPOT {v:.1f} ms > {tpot_ms:g} ms")
-        reasons = reasons.where(~tpot_bad | (reasons != ""), msg)
+    """'' where the row meets memory, price and SLA; otherwise why it does not (out of memory
+    first, then a missing price, then TPOT, then TTFT)."""
+    why = np.full(len(rows), "", dtype=object)
     if ttft_ms is not None:
-        msg = rows["ttft_ms"].map(lambda v: f"TTFT {v:.0f} ms > {ttft_ms:g} ms")
-        reasons = reasons.where(~ttft_bad | (reasons != ""), msg)
-    oom = ~rows["fits"].astype(bool)
-    msg = (
-        rows.apply(
-            lambda r: (
-                f"out of memory: needs {r.memory_per_gpu_gb:.1f} GB/GPU, "
-                f"{r.memory_usable_gb:.1f} usable (max batch {int(r.max_batch)})"
-            ),
-            axis=1,
+        bad = (rows["ttft_ms"] > ttft_ms).to_numpy()
+        why[bad] = _joined(
+            "TTFT ", _formatted("%.0f", rows["ttft_ms"], bad), f" ms > {ttft_ms:g} ms"
         )
-        if oom.any()
-        else reasons
-    )
-    reasons = reasons.where(~oom, msg)
-    return reasons
+    if tpot_ms is not None:
+        bad = (rows["tpot_ms"] > tpot_ms).to_numpy()
+        why[bad] = _joined(
+            "TPOT ", _formatted("%.1f", rows["tpot_ms"], bad), f" ms > {tpot_ms:g} ms"
+        )
+    why[rows["price_usd_per_gpu_hour"].isna().to_numpy()] = "no price for this GPU"
+    oom = ~rows["fits"].to_numpy(dtype=bool)
+    if oom.any():
+        why[oom] = _joined(
+            "out of memory: needs ",
+            _formatted("%.1f", rows["memory_per_gpu_gb"], oom),
+            " GB/GPU, ",
+            _formatted("%.1f", rows["memory_usable_gb"], oom),
+            " usable (max batch ",
+            _formatted("%d", rows["max_batch"], oom),
+            ")",
+        )
+    return pd.Series(why, index=rows.index, dtype=object)
 
 
-def capacity_matrix(feasible: pd.DataFrame, class_names: list[str]) -> pd.DataFrame:
-    """One row per candidate, one capacity column per class (0 where it fails that class)."""
-    wide = feasible.pivot_table(
-        index=CANDIDATE_KEY, columns="class", values="capacity_requests_per_s", aggfunc="first"
-    ).reindex(columns=class_names)
-    wide = wide.fillna(0.0)
-    costs = feasible.groupby(CANDIDATE_KEY)[["cost_per_hour_usd"]].first()
-    return wide.join(costs).reset_index()
+def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
+    """One entry per candidate (sorted by key), its capacity on every class (0 where it fails
+    that class's SLA)."""
+    capacity = np.zeros((0, len(class_names)))
+    if feasible.empty:
+        return Offered(columns.empty(OFFERED_COLUMNS), capacity)
+    groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
+    keys = groups[["cost_per_hour_usd"]].first().reset_index()
+    row = groups.ngroup().to_numpy()
+    col = pd.Categorical(feasible["class"], categories=class_names).codes
+    known = col >= 0
+    capacity = np.zeros((len(keys), len(class_names)))
+    capacity[row[known], col[known]] = feasible["capacity_requests_per_s"].to_numpy(float)[known]
+    return Offered(columns.conform(keys, OFFERED_COLUMNS), np.nan_to_num(capacity, nan=0.0))
 
 
-def prune_dominated(cands: pd.DataFrame, class_names: list[str]) -> pd.DataFrame:
+def prune_dominated(offered: Offered) -> Offered:
     """Drop candidates another one beats: same GPU, no more GPUs per replica, no higher cost,
     at least the capacity on every class, strictly better somewhere (ties: keep the first)."""
-    keep = np.ones(len(cands), dtype=bool)
-    caps = cands[class_names].to_numpy(dtype=float)
-    cost = cands["cost_per_hour_usd"].to_numpy(dtype=float)
-    tp = cands["tp"].to_numpy()
-    gpu = cands["gpu"].to_numpy()
-    for i in range(len(cands)):
+    n = len(offered)
+    keep = np.ones(n, dtype=bool)
+    caps = offered.capacity
+    cost = offered.keys["cost_per_hour_usd"].to_numpy(dtype=float)
+    tp = offered.keys["tp"].to_numpy()
+    gpu = offered.keys["gpu"].to_numpy()
+    for i in range(n):
         same = (gpu == gpu[i]) & keep
         same[i] = False
         no_worse = same & (tp <= tp[i]) & (cost <= cost[i]) & (caps >= caps[i]).all(axis=1)
         better = (tp < tp[i]) | (cost < cost[i]) | (caps > caps[i]).any(axis=1)
-        if (no_worse & better).any() or (no_worse & ~better & (np.arange(len(cands)) < i)).any():
+        if (no_worse & better).any() or (no_worse & ~better & (np.arange(n) < i)).any():
             keep[i] = False
-    return cands[keep].reset_index(drop=True)
+    return offered.take(np.flatnonzero(keep))
 
 
 def fleet_problem(
-    cands: pd.DataFrame,
-    class_names: list[str],
+    offered: Offered,
     demand: list[float],
     inventory: dict[str, int],
     max_gpus: int | None,
     budget_per_hour: float | None,
     min_replicas: int,
 ) -> FleetProblem:
-    """The integer program's data from the pruned candidate table."""
+    """The integer program's data from the pruned candidates."""
+    keys = offered.keys
     return FleetProblem(
-        gpu=tuple(cands["gpu"]),
-        tp=tuple(int(t) for t in cands["tp"]),
-        cost_per_hour=cands["cost_per_hour_usd"].to_numpy(dtype=float),
-        capacity=cands[class_names].to_numpy(dtype=float),
+        gpu=tuple(str(g) for g in keys["gpu"]),
+        tp=tuple(int(t) for t in keys["tp"]),
+        cost_per_hour=keys["cost_per_hour_usd"].to_numpy(dtype=float),
+        capacity=offered.capacity.astype(float),
         demand=np.asarray(demand, dtype=float),
-        inventory={g: n for g, n in inventory.items() if g in set(cands["gpu"])},
+        inventory={g: n for g, n in inventory.items() if g in set(keys["gpu"])},
         max_gpus=max_gpus,
         budget_per_hour=budget_per_hour,
         min_replicas=min_replicas,

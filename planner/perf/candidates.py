@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from planner.perf import columns
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -157,25 +158,34 @@ def _resolved_row(
     }
 
 
+REJECTED_COLUMNS = ["gpu", "tp", "quant", "kv_dtype", "reason"]
+GRID_AXES = ("batch", "shape_index", "input_len", "output_len")
+# one row per valid (gpu, tp, quant, kv): the grid columns that do not vary with batch or shape
+DEPLOYMENT_COLUMNS = tuple(c for c in columns.GRID_COLUMNS if c.name not in GRID_AXES)
+
+
 def build_grid(
     model: Model, spec: GridSpec, engine: EngineProfile | None, ideal: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The full grid (deployments x batches x shapes) and the rejected deployments."""
+    """The full grid (deployments x batches x shapes, `columns.GRID_COLUMNS`) and the
+    rejected deployments."""
     ok, rejected = deployment_rows(model, spec, engine, ideal)
-    deployments = pd.DataFrame(ok)
-    rejected_df = pd.DataFrame(rejected, columns=["gpu", "tp", "quant", "kv_dtype", "reason"])
-    if deployments.empty:
-        return deployments, rejected_df
+    rejected_df = pd.DataFrame(rejected, columns=REJECTED_COLUMNS)
+    if not ok:
+        return columns.empty(columns.GRID_COLUMNS), rejected_df
+    deployments = columns.conform(pd.DataFrame(ok), DEPLOYMENT_COLUMNS)
     shapes = np.asarray(list(spec.shapes), dtype=np.int64).reshape(-1, 2)
     batches = np.asarray(sorted(set(spec.batches)), dtype=np.int64)
     n_dep, n_b, n_s = len(deployments), len(batches), len(shapes)
-    dep_idx = np.repeat(np.arange(n_dep), n_b * n_s)
-    grid = deployments.iloc[dep_idx].reset_index(drop=True)
-    grid["batch"] = np.tile(np.repeat(batches, n_s), n_dep)
-    grid["shape_index"] = np.tile(np.arange(n_s), n_dep * n_b)
-    grid["input_len"] = shapes[grid["shape_index"].to_numpy(), 0]
-    grid["output_len"] = shapes[grid["shape_index"].to_numpy(), 1]
-    return grid, rejected_df
+    shape_index = np.tile(np.arange(n_s), n_dep * n_b)
+    grid = deployments.take(np.repeat(np.arange(n_dep), n_b * n_s)).reset_index(drop=True)
+    grid = grid.assign(
+        batch=np.tile(np.repeat(batches, n_s), n_dep),
+        shape_index=shape_index,
+        input_len=shapes[shape_index, 0],
+        output_len=shapes[shape_index, 1],
+    )
+    return columns.conform(grid, columns.GRID_COLUMNS), rejected_df
 
 
 def unique_ids(items: Iterable) -> list[str]:

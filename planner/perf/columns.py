@@ -1,55 +1,178 @@
-"""The candidate table's columns, declared once: name -> (unit, meaning)."""
+"""The candidate table's columns, declared once: name, unit, meaning, dtype and stage.
+
+A plan's candidate table is exactly `CANDIDATE_COLUMNS`, in that order. Each stage adds its
+own columns: `candidates.build_grid` makes the "grid" ones, `evaluate.evaluate` adds the
+"model" ones, and the planning pipeline puts the request "class" in front and the SLA
+"verdict" behind. `frame` and `conform` build and check a table by this declaration and raise
+on a column it does not declare, so nothing flows undeclared.
+"""
 
 from __future__ import annotations
 
-INPUT_COLUMNS: dict[str, tuple[str, str]] = {
-    "gpu": ("id", "GPU catalog id"),
-    "tp": ("GPUs", "tensor-parallel degree: GPUs per replica"),
-    "quant": ("id", "weight quantization scheme"),
-    "kv_dtype": ("id", "KV-cache dtype"),
-    "compute_dtype": ("id", "dtype the matrix math runs at on this GPU"),
-    "batch": ("sequences", "concurrent sequences per replica (max concurrency)"),
-    "input_len": ("tokens", "prompt tokens per request"),
-    "output_len": ("tokens", "generated tokens per request"),
-    "price_usd_per_gpu_hour": ("$/GPU-h", "price per GPU-hour used"),
-    "price_provider": ("name", "whose price it is"),
-}
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
-OUTPUT_COLUMNS: dict[str, tuple[str, str]] = {
-    "weights_per_gpu_gb": ("GB", "weights held per GPU"),
-    "kv_cache_per_gpu_gb": ("GB", "KV cache per GPU at this batch, full context"),
-    "activations_per_gpu_gb": ("GB", "activation workspace and logits per GPU"),
-    "memory_per_gpu_gb": ("GB", "total memory per GPU at this batch"),
-    "memory_usable_gb": ("GB", "memory the engine may use (capacity x mem_util)"),
-    "fits": ("bool", "the batch fits in memory"),
-    "memory_shortfall_gb": ("GB", "how much memory is missing per GPU (0 if it fits)"),
-    "max_batch": ("sequences", "largest batch that fits"),
-    "bytes_weights_per_step_gb": ("GB", "weight bytes read per decode step, per GPU"),
-    "bytes_kv_per_step_gb": ("GB", "KV bytes read per decode step, per GPU"),
-    "flops_per_step_tflop": ("TFLOP", "FLOPs per decode step, per GPU"),
-    "t_weights_ms": ("ms", "time to read the weights"),
-    "t_kv_ms": ("ms", "time to read the KV cache"),
-    "t_memory_ms": ("ms", "memory time: weights + KV"),
-    "t_compute_ms": ("ms", "compute time of the decode step"),
-    "t_comm_ms": ("ms", "tensor-parallel all-reduce time per step"),
-    "t_overhead_ms": ("ms", "fixed per-step cost: launch, scheduling, sampling"),
-    "tpot_step_ms": ("ms", "one decode step: max(memory, compute) + comm + overhead"),
-    "bound": ("", "memory or compute: which roofline bound holds in decode"),
-    "intensity_flop_per_byte": ("FLOP/B", "arithmetic intensity of the decode step"),
-    "ridge_flop_per_byte": ("FLOP/B", "ridge point of this GPU at this dtype"),
-    "prefill_ms": ("ms", "time to prefill one request alone"),
-    "prefill_share_ms": ("ms", "one request's share of chunked prefill passes on a busy replica"),
-    "prefill_bound": ("", "memory or compute: which bound holds in prefill"),
-    "tpot_ms": ("ms", "TPOT users see: step time plus prefill interruptions"),
-    "ttft_ms": ("ms", "time to first token at the planned utilisation (statistic as asked)"),
-    "ttft_unloaded_ms": ("ms", "time to first token on an idle replica"),
-    "requests_per_s": ("req/s", "requests per second per replica at full load"),
-    "capacity_requests_per_s": ("req/s", "requests per second per replica at planned load"),
-    "throughput_tok_s": ("tok/s", "output tokens per second per replica at full load"),
-    "total_tok_s": ("tok/s", "input + output tokens per second per replica"),
-    "cost_per_hour_usd": ("$/h", "replica cost per hour (tp x GPU price)"),
-    "cost_per_request_usd": ("$", "cost per request at planned load"),
-    "cost_per_1k_output_tokens_usd": ("$", "cost per 1K output tokens at planned load"),
-}
+import pandas as pd
 
-ALL_COLUMNS: dict[str, tuple[str, str]] = {**INPUT_COLUMNS, **OUTPUT_COLUMNS}
+Stage = Literal["class", "grid", "model", "verdict"]
+
+ID = "category"  # a few distinct names repeated over the grid: stored once, rows hold codes
+TEXT = "str"
+INT = "int64"
+FLOAT = "float64"
+BOOL = "bool"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the candidate table."""
+
+    name: str
+    unit: str
+    meaning: str
+    dtype: str
+    stage: Stage
+
+    @property
+    def pandas_dtype(self) -> Any:
+        """The dtype pandas stores for `dtype` (str is object on pandas 2, StringDtype on 3)."""
+        return pd.Series([], dtype=self.dtype).dtype
+
+    def holds(self, dtype: Any) -> bool:
+        """Whether a column stored at `dtype` is at the declared dtype (any categories)."""
+        if self.dtype == ID:
+            return isinstance(dtype, pd.CategoricalDtype)
+        return dtype == self.pandas_dtype
+
+
+def _stage(stage: Stage, rows: Iterable[tuple[str, str, str, str]]) -> tuple[Column, ...]:
+    """The columns of one stage from (name, unit, dtype, meaning) rows, kept in order."""
+    return tuple(Column(name, unit, meaning, dtype, stage) for name, unit, dtype, meaning in rows)
+
+
+CLASS_COLUMNS = _stage("class", [("class", "name", ID, "request class the row is evaluated for")])
+
+GRID_COLUMNS = _stage(
+    "grid",
+    [
+        ("gpu", "id", ID, "GPU catalog id"),
+        ("tp", "GPUs", INT, "tensor-parallel degree: GPUs per replica"),
+        ("quant", "id", ID, "weight quantization scheme"),
+        ("kv_dtype", "id", ID, "KV-cache dtype"),
+        ("compute_dtype", "id", ID, "dtype the matrix math runs at on this GPU"),
+        ("bandwidth_bytes_per_s", "B/s", FLOAT, "HBM bandwidth per GPU (peak)"),
+        ("memory_bytes", "B", FLOAT, "memory capacity per GPU"),
+        ("peak_flops", "FLOP/s", FLOAT, "dense peak per GPU at compute_dtype"),
+        ("peak_flops_attention", "FLOP/s", FLOAT, "dense peak per GPU for attention (16-bit)"),
+        ("link_bytes_per_s", "B/s", FLOAT, "scale-up link bandwidth per GPU"),
+        ("weight_bytes_per_param", "B/param", FLOAT, "bytes per block weight at this quant"),
+        ("embedding_bytes_per_param", "B/param", FLOAT, "bytes per embedding/LM-head weight"),
+        ("price_usd_per_gpu_hour", "$/GPU-h", FLOAT, "price per GPU-hour used (NaN: none)"),
+        ("price_provider", "name", ID, "whose price it is ('' when there is none)"),
+        ("eff_eta_mem", "fraction", FLOAT, "engine: achieved fraction of HBM bandwidth"),
+        ("eff_eta_compute_decode", "fraction", FLOAT, "engine: fraction of peak in decode"),
+        ("eff_eta_compute_prefill", "fraction", FLOAT, "engine: fraction of peak in prefill"),
+        ("eff_eta_kv", "fraction", FLOAT, "engine: KV read efficiency of attention vs GEMV"),
+        ("eff_allreduce_latency_us", "us", FLOAT, "engine: fixed latency per collective"),
+        ("eff_step_overhead_ms", "ms", FLOAT, "engine: fixed cost per decode step"),
+        ("eff_prefill_overhead_ms", "ms", FLOAT, "engine: fixed cost per prefill pass"),
+        ("eff_mem_util", "fraction", FLOAT, "engine: usable fraction of GPU memory"),
+        ("eff_runtime_reserve_gb", "GB", FLOAT, "engine: memory held by the runtime per GPU"),
+        ("batch", "sequences", INT, "concurrent sequences per replica (max concurrency)"),
+        ("shape_index", "index", INT, "which request shape of the grid spec"),
+        ("input_len", "tokens", INT, "prompt tokens per request"),
+        ("output_len", "tokens", INT, "generated tokens per request"),
+    ],
+)
+
+MODEL_COLUMNS = _stage(
+    "model",
+    [
+        ("weights_per_gpu_gb", "GB", FLOAT, "weights held per GPU"),
+        ("kv_cache_per_gpu_gb", "GB", FLOAT, "KV cache per GPU at this batch, full context"),
+        ("activations_per_gpu_gb", "GB", FLOAT, "activation workspace and logits per GPU"),
+        ("memory_per_gpu_gb", "GB", FLOAT, "total memory per GPU at this batch"),
+        ("memory_usable_gb", "GB", FLOAT, "memory the engine may use (capacity x mem_util)"),
+        ("fits", "bool", BOOL, "the batch fits in memory"),
+        ("memory_shortfall_gb", "GB", FLOAT, "memory missing per GPU (0 if it fits)"),
+        ("max_batch", "sequences", INT, "largest batch that fits"),
+        ("bytes_weights_per_step_gb", "GB", FLOAT, "weight bytes read per decode step, per GPU"),
+        ("bytes_kv_per_step_gb", "GB", FLOAT, "KV bytes read per decode step, per GPU"),
+        ("flops_per_step_tflop", "TFLOP", FLOAT, "FLOPs per decode step, per GPU"),
+        ("t_weights_ms", "ms", FLOAT, "time to read the weights"),
+        ("t_kv_ms", "ms", FLOAT, "time to read the KV cache"),
+        ("t_memory_ms", "ms", FLOAT, "memory time: weights + KV"),
+        ("t_compute_ms", "ms", FLOAT, "compute time of the decode step"),
+        ("t_comm_ms", "ms", FLOAT, "tensor-parallel all-reduce time per step"),
+        ("t_overhead_ms", "ms", FLOAT, "fixed per-step cost: launch, scheduling, sampling"),
+        ("tpot_step_ms", "ms", FLOAT, "one decode step: max(memory, compute) + comm + overhead"),
+        ("bound", "name", ID, "memory or compute: which roofline bound holds in decode"),
+        ("intensity_flop_per_byte", "FLOP/B", FLOAT, "arithmetic intensity of the decode step"),
+        ("ridge_flop_per_byte", "FLOP/B", FLOAT, "ridge point of this GPU at this dtype"),
+        ("prefill_ms", "ms", FLOAT, "time to prefill one request alone"),
+        ("prefill_share_ms", "ms", FLOAT, "one request's share of chunked prefill passes"),
+        ("prefill_bound", "name", ID, "memory or compute: which bound holds in prefill"),
+        ("tpot_ms", "ms", FLOAT, "TPOT users see: step time plus prefill interruptions"),
+        ("ttft_ms", "ms", FLOAT, "time to first token at planned load (statistic as asked)"),
+        ("ttft_unloaded_ms", "ms", FLOAT, "time to first token on an idle replica"),
+        ("requests_per_s", "req/s", FLOAT, "requests per second per replica at full load"),
+        ("capacity_requests_per_s", "req/s", FLOAT, "requests per second per replica, planned"),
+        ("throughput_tok_s", "tok/s", FLOAT, "output tokens per second per replica, full load"),
+        ("total_tok_s", "tok/s", FLOAT, "input + output tokens per second per replica"),
+        ("cost_per_hour_usd", "$/h", FLOAT, "replica cost per hour (tp x GPU price)"),
+        ("cost_per_request_usd", "$", FLOAT, "cost per request at planned load"),
+        ("cost_per_1k_output_tokens_usd", "$", FLOAT, "cost per 1K output tokens, planned load"),
+    ],
+)
+
+VERDICT_COLUMNS = _stage(
+    "verdict",
+    [
+        ("sla_tpot_ms", "ms", FLOAT, "the class's TPOT bound (NaN: none)"),
+        ("sla_ttft_ms", "ms", FLOAT, "the class's TTFT bound (NaN: none)"),
+        ("why_not", "text", TEXT, "why the row cannot serve its class ('' when it can)"),
+        ("sla_ok", "bool", BOOL, "fits, has a price and meets its class's SLA"),
+    ],
+)
+
+EVALUATED_COLUMNS = GRID_COLUMNS + MODEL_COLUMNS
+CANDIDATE_COLUMNS = CLASS_COLUMNS + EVALUATED_COLUMNS + VERDICT_COLUMNS
+BY_NAME: dict[str, Column] = {c.name: c for c in CANDIDATE_COLUMNS}
+
+
+def select(names: Iterable[str]) -> tuple[Column, ...]:
+    """The named columns, in declared order (a projection of the candidate table)."""
+    wanted = set(names)
+    unknown = wanted - set(BY_NAME)
+    if unknown:
+        raise KeyError(f"undeclared candidate columns: {sorted(unknown)}")
+    return tuple(c for c in CANDIDATE_COLUMNS if c.name in wanted)
+
+
+def check_names(names: Iterable[str], columns: Sequence[Column]) -> None:
+    """Raise KeyError unless `names` are exactly the declared `columns` (any order)."""
+    have, want = list(names), {c.name for c in columns}
+    extra = [n for n in have if n not in want]
+    missing = [c.name for c in columns if c.name not in set(have)]
+    if extra or missing:
+        raise KeyError(f"candidate table columns: undeclared {extra}, missing {missing}")
+
+
+def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
+    """`table` as exactly the declared columns, in declared order, at declared dtypes."""
+    check_names(table.columns, columns)
+    out = table[[c.name for c in columns]]
+    casts = {c.name: c.dtype for c in columns if not c.holds(out[c.name].dtype)}
+    return out.astype(casts) if casts else out
+
+
+def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
+    """A table built from one array (or scalar) per declared column."""
+    check_names(data, columns)
+    return conform(pd.DataFrame({c.name: data[c.name] for c in columns}), columns)
+
+
+def empty(columns: Sequence[Column]) -> pd.DataFrame:
+    """A table with the declared columns and no rows."""
+    return pd.DataFrame({c.name: pd.Series([], dtype=c.dtype) for c in columns})

@@ -1,7 +1,7 @@
 """Evaluate the candidate grid: memory, decode step, prefill, serving rate, TTFT and cost.
 
 One pass of numpy over the grid built by `candidates.build_grid`; returns the same frame
-with the output columns of `columns.OUTPUT_COLUMNS`.
+with the columns of `columns.MODEL_COLUMNS` added, built by that declaration.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from planner.perf import columns
 from planner.perf import memory as mem
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
@@ -20,6 +21,11 @@ GB = 1e9
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     return df[name].to_numpy(dtype=float)
+
+
+def _bound(t_memory: np.ndarray, t_compute: np.ndarray) -> pd.Categorical:
+    """Which roofline bound holds, as a categorical column (codes, not a string per row)."""
+    return pd.Categorical.from_codes(rf.roofline_bound(t_memory, t_compute), rf.BOUNDS)
 
 
 def bytes_weights_per_step(model: Model, df: pd.DataFrame, tokens: np.ndarray) -> np.ndarray:
@@ -129,7 +135,7 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
         t_comm_ms=t_comm * 1e3,
         t_overhead_ms=t_oh * 1e3,
         tpot_step_ms=step * 1e3,
-        bound=rf.roofline_bound(t_w + t_kv, t_gemm + t_attn),
+        bound=_bound(t_w + t_kv, t_gemm + t_attn),
         intensity_flop_per_byte=rf.arithmetic_intensity(flops, w_bytes + kv_bytes),
         ridge_flop_per_byte=peak / bw,
     )
@@ -163,7 +169,7 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     t_share = np.maximum(t_c, t_m_pass * share) + payload + fixed * share
     out["prefill_ms"] = t_pf * 1e3
     out["prefill_share_ms"] = t_share * 1e3
-    out["prefill_bound"] = rf.roofline_bound(t_m, t_c)
+    out["prefill_bound"] = _bound(t_m, t_c)
     out["_prefill_s"] = t_pf
     out["_prefill_share_s"] = t_share
 
@@ -200,14 +206,16 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
 def evaluate(
     model: Model, grid: pd.DataFrame, utilisation: float = 0.8, statistic: str = "mean"
 ) -> pd.DataFrame:
-    """Add every output column to the grid; rows keep their order. `statistic` is the TTFT
-    statistic (mean, p50, p90, p95, p99), or "none" to leave queueing out (calibration)."""
+    """Add every output column (`columns.MODEL_COLUMNS`) to the grid; rows keep their order.
+    `statistic` is the TTFT statistic (mean, p50, p90, p95, p99), or "none" to leave
+    queueing out (calibration)."""
     if grid.empty:
-        return grid.copy()
+        return pd.concat([grid, columns.empty(columns.MODEL_COLUMNS)], axis=1)
     out: dict[str, np.ndarray] = {}
     _memory(model, grid, out)
     _decode(model, grid, out)
     _prefill(model, grid, out)
     _serving(grid, out, utilisation, statistic)
     public = {k: v for k, v in out.items() if not k.startswith("_")}
-    return pd.concat([grid.reset_index(drop=True), pd.DataFrame(public)], axis=1)
+    outputs = columns.frame(public, columns.MODEL_COLUMNS)
+    return pd.concat([grid.reset_index(drop=True), outputs], axis=1)

@@ -67,9 +67,13 @@ def latency_allreduce(
     return np.where(tp > 1, 2.0 * n_layers * per_layer, 0.0)
 
 
-def roofline_bound(t_memory: ArrayLike, t_compute: ArrayLike) -> NDArray[np.str_]:
-    """'memory' where streaming bytes takes longer than the math, else 'compute'."""
-    return np.where(np.asarray(t_memory) >= np.asarray(t_compute), "memory", "compute")
+BOUNDS = ("compute", "memory")  # what the codes of `roofline_bound` stand for
+
+
+def roofline_bound(t_memory: ArrayLike, t_compute: ArrayLike) -> NDArray[np.int8]:
+    """Codes into BOUNDS: 1 ('memory') where streaming bytes takes longer than the math, else
+    0 ('compute'); one byte a row instead of a string."""
+    return (np.asarray(t_memory) >= np.asarray(t_compute)).astype(np.int8)
 
 
 def arithmetic_intensity(flops: ArrayLike, bytes_read: ArrayLike) -> Array:

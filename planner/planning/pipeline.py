@@ -12,8 +12,9 @@ from planner.errors import InputError, unknown_name_message
 from planner.fleet.balance import balance_load
 from planner.fleet.selection import (
     CANDIDATE_KEY,
-    capacity_matrix,
+    Offered,
     fleet_problem,
+    offered_capacity,
     prune_dominated,
     sla_verdicts,
 )
@@ -21,6 +22,7 @@ from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
+from planner.perf import columns
 from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate
 from planner.planning import assumptions as facts
@@ -105,19 +107,29 @@ def evaluate_classes(
         if grid.empty:
             continue
         rows = evaluate(model, grid, scenario.search.target_utilization, cls.statistic)
-        rows.insert(0, "class", cls.name)
-        rows["sla_tpot_ms"] = cls.tpot_ms
-        rows["sla_ttft_ms"] = cls.ttft_ms
-        rows["why_not"] = sla_verdicts(rows, cls.tpot_ms, cls.ttft_ms)
-        rows["sla_ok"] = rows["why_not"] == ""
-        frames.append(rows)
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return table, rejected
+        frames.append(_judged(rows, cls))
+    if not frames:
+        return columns.empty(columns.CANDIDATE_COLUMNS), rejected
+    table = pd.concat(frames, ignore_index=True)
+    return columns.conform(table, columns.CANDIDATE_COLUMNS), rejected
+
+
+def _judged(rows: pd.DataFrame, cls: RequestClassPlan) -> pd.DataFrame:
+    """One class's evaluated rows with the class, its SLA bounds and the verdict on each."""
+    why = sla_verdicts(rows, cls.tpot_ms, cls.ttft_ms)
+    verdict = {
+        "class": cls.name,
+        "sla_tpot_ms": np.nan if cls.tpot_ms is None else cls.tpot_ms,
+        "sla_ttft_ms": np.nan if cls.ttft_ms is None else cls.ttft_ms,
+        "why_not": why,
+        "sla_ok": (why == "").to_numpy(),
+    }
+    return rows.assign(**verdict)
 
 
 def _summarise(
     solution: FleetSolution,
-    offered: pd.DataFrame,
+    offered: Offered,
     rows: pd.DataFrame,
     classes: tuple[RequestClassPlan, ...],
 ) -> FleetSummary:
@@ -126,7 +138,7 @@ def _summarise(
     lines = []
     indexed = rows.set_index(CANDIDATE_KEY) if solution.replicas.any() else rows
     for i in np.flatnonzero(solution.replicas):
-        cand = offered.iloc[i]
+        cand = offered.keys.iloc[i]
         key = tuple(cand[k] for k in CANDIDATE_KEY)
         own = indexed.loc[[key]]
         own = own[own["class"].isin(names)].set_index("class")
@@ -149,7 +161,7 @@ def _summarise(
                 price_provider=str(first["price_provider"]),
                 cost_per_hour_usd=n_rep * float(cand["cost_per_hour_usd"]),
                 requests_per_s=sum(load.values()),
-                capacity_requests_per_s=_capacity(load, cand, names, n_rep),
+                capacity_requests_per_s=_capacity(load, offered.capacity[i], names, n_rep),
                 load_by_class=load,
                 tpot_ms=max(tpot.values()),
                 ttft_ms=max(ttft.values()),
@@ -160,12 +172,14 @@ def _summarise(
     return _totals(solution, tuple(lines), classes)
 
 
-def _capacity(load: dict[str, float], cand: pd.Series, names: list[str], n_rep: int) -> float:
-    """Requests/s these replicas carry at planned load for their class mix."""
-    used = sum(load[n] / cand[n] for n in names if load[n] > 1e-12 and cand[n] > 0)
+def _capacity(load: dict[str, float], capacity: np.ndarray, names: list[str], n_rep: int) -> float:
+    """Requests/s these replicas carry at planned load for their class mix (`capacity`: one
+    replica's per class, in `names` order)."""
+    per_class = dict(zip(names, capacity.tolist(), strict=True))
+    used = sum(load[n] / per_class[n] for n in names if load[n] > 1e-12 and per_class[n] > 0)
     total = sum(load.values())
     if used <= 0:
-        return n_rep * float(max(cand[n] for n in names))
+        return n_rep * float(max(per_class.values()))
     return total / used * n_rep
 
 
@@ -200,7 +214,7 @@ def balanced(
 
 def _single_gpu_best(
     problem: FleetProblem,
-    offered: pd.DataFrame,
+    offered: Offered,
     rows: pd.DataFrame,
     classes: tuple[RequestClassPlan, ...],
     options: SolverOptions,
@@ -233,19 +247,11 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start
     names = [c.name for c in classes]
-    feasible = rows[rows["sla_ok"]] if not rows.empty else rows
-    offered = (
-        prune_dominated(capacity_matrix(feasible, names), names)
-        if not feasible.empty
-        else pd.DataFrame()
-    )
+    offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(
-        offered
-        if not offered.empty
-        else pd.DataFrame(columns=["gpu", "tp", "cost_per_hour_usd", *names]),
-        names,
+        offered,
         [cl.requests_per_second for cl in classes],
         dict(scenario.hardware.inventory),
         c.max_gpus,

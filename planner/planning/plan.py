@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from planner.fleet.overtime import TimeProblem, TimeSolution
+from planner.fleet.selection import Offered
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
@@ -68,8 +69,8 @@ class Plan:
     fleet: FleetSummary
     single_gpu_best: FleetSummary | None
     single_gpu_best_gpu: str | None
-    candidates: pd.DataFrame  # every evaluated row, with sla_ok and why it failed
-    offered: pd.DataFrame  # SLA-feasible candidates given to the solver, capacity per class
+    candidates: pd.DataFrame  # every evaluated row (perf.columns.CANDIDATE_COLUMNS)
+    offered: Offered  # SLA-feasible candidates given to the solver, capacity per class
     api_quotes: tuple[ApiQuote, ...]
     assumptions: pd.DataFrame
     notes: tuple[str, ...] = field(default_factory=tuple)

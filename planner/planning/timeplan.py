@@ -150,19 +150,21 @@ def _spot_price(finance: Finance, gpu: Gpu):
     return None
 
 
-def _shortlist(plan: Plan) -> pd.DataFrame:
+def _shortlist(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
     """Per GPU type and request class, the most cost-efficient offered candidates (keeps the
-    MIP small while every class keeps a way to be served on every GPU type that can)."""
-    names = [c.name for c in plan.classes]
+    MIP small while every class keeps a way to be served on every GPU type that can): their
+    keys, and their capacity per class."""
+    keys, capacity = plan.offered.keys, plan.offered.capacity
     keep: set[int] = set()
-    for name in names:
-        off = plan.offered[plan.offered[name] > 0]
-        eff = (off[name] / off["cost_per_hour_usd"]).rename("_eff")
-        ranked = off.assign(_eff=eff).sort_values(
-            ["gpu", "_eff"], ascending=[True, False], kind="stable"
+    for cap in capacity.T:
+        able = cap > 0
+        off = keys[able].assign(_eff=cap[able] / keys["cost_per_hour_usd"].to_numpy()[able])
+        ranked = off.sort_values(["gpu", "_eff"], ascending=[True, False], kind="stable")
+        keep |= set(
+            ranked.groupby("gpu", sort=True, observed=True).head(MAX_CANDIDATES_PER_GPU).index
         )
-        keep |= set(ranked.groupby("gpu", sort=True).head(MAX_CANDIDATES_PER_GPU).index)
-    return plan.offered.loc[sorted(keep)].reset_index(drop=True)
+    short = sorted(keep)
+    return keys.loc[short].reset_index(drop=True), capacity[short]
 
 
 def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan:
@@ -177,7 +179,7 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
     growth = (1.0 + fin.growth_per_month) ** np.array([_busiest(b, fin) for b in blocks])
     demand = np.concatenate([peaks[:, None] * slots.level * g for g in growth], axis=1)
     hours = np.concatenate([slots.share * HOURS_PER_MONTH * len(b) for b in blocks])
-    short = _shortlist(plan)
+    short, capacity = _shortlist(plan)
     gpus = {g: catalog.gpu(g) for g in sorted(set(short["gpu"]))}
     od = {
         g: float(
@@ -190,7 +192,7 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
     problem = TimeProblem(
         gpu=tuple(short["gpu"]),
         tp=tuple(int(t) for t in short["tp"]),
-        capacity=short[names].to_numpy(float),
+        capacity=capacity,
         demand=demand,
         hours=hours,
         prices=prices,

@@ -117,23 +117,22 @@ def _quote_dict(q: ApiQuote) -> dict:
 def offered_records(plan: Plan) -> list[dict]:
     """Every SLA-feasible candidate offered to the solver, one record per (candidate, class)."""
     names = [c.name for c in plan.classes]
-    out = []
-    for _, r in plan.offered.iterrows():
-        for n in names:
-            if r[n] > 0:
-                out.append(
-                    {
-                        "class": n,
-                        "gpu": r["gpu"],
-                        "tp": int(r["tp"]),
-                        "quant": r["quant"],
-                        "kv_dtype": r["kv_dtype"],
-                        "batch": int(r["batch"]),
-                        "capacity_requests_per_s": float(r[n]),
-                        "cost_per_hour_usd": float(r["cost_per_hour_usd"]),
-                    }
-                )
-    return out
+    keys, capacity = plan.offered.keys, plan.offered.capacity
+    key = {k: keys[k].tolist() for k in ("gpu", "tp", "quant", "kv_dtype", "batch")}
+    cost = keys["cost_per_hour_usd"].tolist()
+    return [
+        {
+            "class": names[j],
+            "gpu": key["gpu"][i],
+            "tp": int(key["tp"][i]),
+            "quant": key["quant"][i],
+            "kv_dtype": key["kv_dtype"][i],
+            "batch": int(key["batch"][i]),
+            "capacity_requests_per_s": float(capacity[i, j]),
+            "cost_per_hour_usd": float(cost[i]),
+        }
+        for i, j in zip(*np.nonzero(capacity > 0), strict=True)
+    ]
 
 
 def plan_dict(plan: Plan) -> dict:

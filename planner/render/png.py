@@ -47,7 +47,7 @@ def frontier(plan: Plan, path: Path) -> Path:
     rows = plan.candidates
     rows = rows[rows["fits"] & rows["cost_per_1k_output_tokens_usd"].notna()]
     fig, ax = plt.subplots(figsize=(8, 5))
-    for gpu, grp in rows.groupby("gpu"):
+    for gpu, grp in rows.groupby("gpu", observed=True):
         ax.scatter(grp["tpot_ms"], grp["cost_per_1k_output_tokens_usd"], s=8, label=gpu, alpha=0.6)
     for c in plan.classes:
         if c.tpot_ms:

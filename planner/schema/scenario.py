@@ -47,9 +47,6 @@ class Sla(Strict):
     statistic: Statistic = "mean"
 
 
-RESERVED_CLASS_NAMES = ("gpu", "tp", "quant", "kv_dtype", "batch", "class", "cost_per_hour_usd")
-
-
 class RequestClass(Strict):
     """One kind of request: its share of the traffic (or its own rate), shape and SLA."""
 
@@ -62,10 +59,6 @@ class RequestClass(Strict):
 
     @model_validator(mode="after")
     def _share_or_rate(self) -> RequestClass:
-        if self.name in RESERVED_CLASS_NAMES:
-            raise ValueError(
-                f"class name '{self.name}' is reserved; avoid: {', '.join(RESERVED_CLASS_NAMES)}"
-            )
         if (self.share is None) == (self.requests_per_second is None):
             raise ValueError(
                 f"class '{self.name}': give exactly one of 'share' (fraction of "

@@ -144,7 +144,7 @@ def _frontier_chart(
     )
     chart.y_axis.scaling.logBase = 10
     chart.y_axis.title = "$ per 1K output tokens (log scale)"
-    groups = points.groupby("gpu", sort=False).indices.items()
+    groups = points.groupby("gpu", sort=False, observed=True).indices.items()
     for k, (gpu, idx) in enumerate(groups):
         rows = (first + idx[0], first + idx[-1])
         chart.series.append(_series(ws, (6, 7), rows, str(gpu), PALETTE[k % len(PALETTE)]))

@@ -1,0 +1,115 @@
+"""The candidate table's declared schema (perf/columns.py), held against real frames."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.fleet.selection import OFFERED_COLUMNS
+from planner.inputs.scenarios import load_scenario
+from planner.perf import columns
+from planner.perf.candidates import GridSpec, Price, build_grid
+from planner.perf.evaluate import evaluate
+from planner.planning.pipeline import plan
+from planner.schema.engine import Efficiency
+
+SCENARIOS = sorted((Path(__file__).resolve().parent.parent / "scenarios").glob("*.yaml"))
+
+
+def assert_declared(frame: pd.DataFrame, declared: tuple[columns.Column, ...]) -> None:
+    """Same names, same order, every column at its declared dtype."""
+    assert list(frame.columns) == [c.name for c in declared]
+    wrong = {c.name: str(frame[c.name].dtype) for c in declared if not c.holds(frame[c.name].dtype)}
+    assert not wrong, f"columns not at their declared dtype: {wrong}"
+
+
+def grid_and_rows(catalog, gpus=("h100-sxm", "a100-80gb", "l4"), priced=2):
+    gpu_list = [catalog.gpu(g) for g in gpus]
+    spec = GridSpec(
+        gpus=gpu_list,
+        quants=[catalog.quant("bf16"), catalog.quant("fp8")],
+        batches=[1, 8, 64, 512],
+        shapes=[(1024, 256), (8000, 100)],
+        prices={g.id: Price(2.0, "test") for g in gpu_list[:priced]},
+    )
+    model = catalog.model("llama-3.1-70b")
+    grid, _ = build_grid(model, spec, catalog.engine("vllm"))
+    return grid, evaluate(model, grid, 0.8, "p95")
+
+
+def test_every_column_is_documented_once_with_a_unit_meaning_and_dtype():
+    names = [c.name for c in columns.CANDIDATE_COLUMNS]
+    assert len(names) == len(set(names))
+    for c in columns.CANDIDATE_COLUMNS:
+        assert c.unit.strip() and len(c.meaning.split()) >= 2, c
+        assert c.pandas_dtype is not None  # pandas knows the dtype
+    assert names[0] == "class" and names[-1] == "sla_ok"
+
+
+def test_engine_constants_are_declared_field_by_field():
+    eff = [c.name for c in columns.GRID_COLUMNS if c.name.startswith("eff_")]
+    assert eff == [f"eff_{f}" for f in Efficiency.model_fields]
+
+
+def test_grid_and_evaluation_produce_exactly_the_declared_columns(catalog):
+    grid, rows = grid_and_rows(catalog)
+    assert len(grid) > 0
+    assert_declared(grid, columns.GRID_COLUMNS)
+    assert_declared(rows, columns.EVALUATED_COLUMNS)
+    assert rows["price_usd_per_gpu_hour"].isna().any()  # unpriced GPU kept, NaN price
+    assert set(rows["bound"]) <= {"memory", "compute"}
+
+
+def test_an_empty_grid_still_has_the_declared_columns(catalog):
+    spec = GridSpec(gpus=[catalog.gpu("l4")], quants=[catalog.quant("bf16")], tps=[3])
+    model = catalog.model("llama-3.1-70b")
+    grid, rejected = build_grid(model, spec, catalog.engine("vllm"))
+    assert grid.empty and len(rejected) == 1
+    assert_declared(grid, columns.GRID_COLUMNS)
+    assert_declared(evaluate(model, grid), columns.EVALUATED_COLUMNS)
+
+
+def test_ids_are_categorical_with_sorted_categories(catalog):
+    _, rows = grid_and_rows(catalog)
+    for c in columns.EVALUATED_COLUMNS:
+        if c.dtype == columns.ID:
+            cats = list(rows[c.name].cat.categories)
+            assert cats == sorted(cats), c.name  # sorting by the column sorts by name
+
+
+def test_building_by_the_declaration_refuses_undeclared_and_missing_columns(catalog):
+    grid, _ = grid_and_rows(catalog)
+    with pytest.raises(KeyError, match="undeclared"):
+        columns.conform(grid.assign(extra=1.0), columns.GRID_COLUMNS)
+    with pytest.raises(KeyError, match="missing"):
+        columns.conform(grid.drop(columns="batch"), columns.GRID_COLUMNS)
+    with pytest.raises(KeyError, match="undeclared"):
+        columns.select(["gpu", "chat"])
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_a_plans_candidate_table_is_exactly_the_declared_one(path, catalog):
+    """Nothing downstream of the grid adds an undeclared column (finance left out: only
+    the steady plan builds the table)."""
+    scenario, cat = load_scenario(path, catalog)
+    result = plan(scenario.model_copy(update={"finance": None}), cat)
+    assert_declared(result.candidates, columns.CANDIDATE_COLUMNS)
+    assert_declared(result.offered.keys, OFFERED_COLUMNS)
+    capacity = result.offered.capacity
+    assert capacity.shape == (len(result.offered.keys), len(result.classes))
+    assert capacity.dtype == np.float64 and (capacity >= 0).all()
+    assert (capacity > 0).any(axis=1).all()  # every offered candidate serves some class
+
+
+def test_renderers_name_only_declared_columns():
+    """The workbook's Candidates sheet and the estimate JSON read declared columns only."""
+    from planner.render.json import BREAKDOWN_KEYS, ESTIMATE_KEYS
+    from planner.render.xlsx.names import CANDIDATE_COLUMNS
+
+    declared = set(columns.BY_NAME)
+    assert {name for name, _, _ in CANDIDATE_COLUMNS} <= declared
+    assert set(ESTIMATE_KEYS) - declared == {"model", "engine"}  # labels estimate() adds
+    assert {v for v in BREAKDOWN_KEYS.values() if v} <= declared
