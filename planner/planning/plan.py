@@ -10,6 +10,7 @@ import pandas as pd
 from planner.fleet.overtime import TimeProblem, TimeSolution
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
+from planner.perf.candidates import Price
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
 
 
@@ -73,6 +74,7 @@ class Plan:
     api_quotes: tuple[ApiQuote, ...]
     assumptions: pd.DataFrame
     notes: tuple[str, ...] = field(default_factory=tuple)
+    gpu_prices: dict[str, Price] = field(default_factory=dict)  # GPU id -> price it was planned at
     timings_s: dict[str, float] = field(default_factory=dict)
     over_time: TimePlan | None = None  # when the scenario has a finance section
     problem: FleetProblem | None = None  # the fleet problem the plan was solved from

@@ -244,15 +244,15 @@ def _busiest(block: list[int], fin: Finance) -> int:
 
 
 def _od_sources(plan: Plan, gpus: dict[str, Gpu]) -> dict[str, tuple[str, bool]]:
-    table = plan.assumptions
+    """Where each GPU's on-demand price came from, as the plan priced it."""
     out = {}
     for g in gpus:
-        rows = table[(table.category == "price") & (table["item"] == g)]
-        if rows.empty:
+        price = plan.gpu_prices.get(g)
+        if price is None:
             out[g] = ("catalog", False)
         else:
-            r = rows.iloc[0]
-            out[g] = (f"{r['field']}: {r['source']} ({r['as_of']})", bool(r["assumption"]))
+            source = f"$/GPU-hour ({price.provider}): {price.source} ({price.as_of})"
+            out[g] = (source, price.assumption)
     return out
 
 
