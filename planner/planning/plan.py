@@ -12,6 +12,7 @@ from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.perf.candidates import Price
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
+from planner.units import HOURS_PER_MONTH
 
 
 @dataclass(frozen=True)
@@ -34,20 +35,78 @@ class PriceFact:
     assumption: bool
 
 
+TIERS = ("reserved", "owned", "on_demand", "spot")  # held for the horizon, then rented
+
+
+@dataclass(frozen=True)
+class TierGpus:
+    """GPUs of one type in one period, by tier, and how many of them carry replicas."""
+
+    reserved: int
+    owned: int
+    on_demand: int
+    spot: int
+    in_use: int
+
+    @property
+    def held(self) -> int:
+        """GPUs held for the whole horizon (reserved and owned)."""
+        return self.reserved + self.owned
+
+
+@dataclass(frozen=True)
+class PeriodPlan:
+    """One block of months at one demand slot: its hours, demand, GPUs by tier and cost."""
+
+    months: tuple[int, ...]  # the block's months, from 1
+    slot: int  # demand slot, from 1 (busiest first)
+    hours: float  # hours of this slot over the whole block
+    demand: dict[str, float]  # request class -> req/s
+    gpus: dict[str, TierGpus]  # GPU type -> GPUs by tier (every type of the plan)
+    cost_usd: float
+
+    @property
+    def demand_requests_per_s(self) -> float:
+        """All classes' demand in this period."""
+        return sum(self.demand.values())
+
+    @property
+    def share_of_hours(self) -> float:
+        """The slot's share of a month's hours."""
+        return self.hours / (HOURS_PER_MONTH * len(self.months))
+
+
+@dataclass(frozen=True)
+class MonthPlan:
+    """One month: demand, output tokens and cost by tier (its block's cost split evenly)."""
+
+    month: int  # from 1
+    avg_requests_per_s: float
+    output_tokens: float
+    reserved_usd: float
+    owned_usd: float
+    on_demand_usd: float
+    spot_usd: float
+    total_usd: float
+    cost_per_1k_output_tokens_usd: float
+
+
 @dataclass(frozen=True)
 class TimePlan:
     """The plan over the horizon, with what all-on-demand and all-reserved would cost."""
 
     solution: TimeSolution
-    periods: pd.DataFrame  # one row per (month, slot)
-    monthly: pd.DataFrame  # one row per month
+    periods: tuple[PeriodPlan, ...]  # blocks of months in order, each block's slots in order
+    monthly: tuple[MonthPlan, ...]
     all_on_demand: TimeSolution | None
     all_reserved_cost: float | None
     all_reserved_gpus: dict[str, int]
     prices: tuple[PriceFact, ...]
     profile: np.ndarray  # hourly total-demand fraction of peak
+    hourly_demand: np.ndarray  # req/s of all classes in each hour of the profile, at month 1
     slots: Slots
     horizon_months: int
+    growth_per_month: float
     output_tokens: float
     problem: TimeProblem
     notes: tuple[str, ...] = ()
@@ -55,6 +114,51 @@ class TimePlan:
     @property
     def cost_per_1k_output_tokens_usd(self) -> float:
         return self.solution.total_cost / self.output_tokens * 1e3
+
+    @property
+    def monthly_total_usd(self) -> float:
+        """The months' costs summed (the horizon total, month by month)."""
+        return float(np.sum([m.total_usd for m in self.monthly]))
+
+    @property
+    def all_on_demand_cost_usd(self) -> float | None:
+        """The horizon's cost with every GPU rented on demand; None when no such plan."""
+        od = self.all_on_demand
+        return None if od is None or od.status == "infeasible" else od.total_cost
+
+    @property
+    def saving_vs_all_on_demand_usd(self) -> float | None:
+        """What this plan saves over the horizon against all on-demand."""
+        od = self.all_on_demand_cost_usd
+        return None if od is None else od - self.solution.total_cost
+
+    @property
+    def saving_vs_all_on_demand_fraction(self) -> float | None:
+        """The saving against all on-demand as a fraction of the all-on-demand cost."""
+        od, saving = self.all_on_demand_cost_usd, self.saving_vs_all_on_demand_usd
+        return None if od is None or saving is None else saving / od
+
+    @property
+    def saving_vs_all_reserved_usd(self) -> float | None:
+        """What this plan saves against reserving the busiest period's GPUs throughout."""
+        res = self.all_reserved_cost
+        return None if res is None else res - self.solution.total_cost
+
+    @property
+    def slot_capacity_requests_per_s(self) -> np.ndarray:
+        """Requests/s the first block's fleet carries in each slot at planned utilisation
+        (capacity weighted by the class mix; spot replicas net of pre-emption)."""
+        problem, sol = self.problem, self.solution
+        weights = problem.demand[:, 0] / problem.demand[:, 0].sum()
+        per_replica = problem.capacity @ weights
+        keep = 1.0 - problem.preemption_overhead
+        first_block = range(len(self.slots.share))
+        return np.array(
+            [
+                float((sol.replicas[:, p] + keep * sol.spot_replicas[:, p]) @ per_replica)
+                for p in first_block
+            ]
+        )
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-import pandas as pd
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -171,30 +169,19 @@ def _time_price_rows(
         names.tier[tier, gpu] = name
 
 
-def _growth(monthly: pd.DataFrame) -> float | None:
-    """Growth per month as the monthly demand implies it (the Plan carries no scenario)."""
-    avg = monthly["avg_requests_per_s"].to_numpy(float)
-    if len(avg) < 2 or not avg[0] > 0:
-        return None
-    raw = avg[1] / avg[0] - 1.0
-    months = np.arange(len(avg))
-    for growth in (round(raw, 10), raw):  # 0.05, not 0.050000000000000044, when it fits
-        if np.allclose(avg[0] * (1.0 + growth) ** months, avg, rtol=1e-9, atol=0.0):
-            return float(growth)
-    return None
-
-
 def _time_rows(plan: Plan, rows: list[list[Any]], named: dict[str, int], names: Names) -> None:
-    growth = _growth(plan.over_time.monthly)
-    if growth is not None:
+    """Named rows for growth (when a later month can grow) and the average demand factor."""
+    ot = plan.over_time
+    assert ot is not None
+    if len(ot.monthly) > 1:
         rows.append(
             [
                 "scenario",
                 "finance",
                 "growth per month",
-                growth,
+                ot.growth_per_month,
                 "fraction",
-                "scenario finance.growth_per_month (as the plan's monthly demand implies)",
+                "scenario finance.growth_per_month",
                 "scenario",
                 True,
             ]
