@@ -12,7 +12,7 @@ from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.perf.candidates import Price
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
-from planner.units import HOURS_PER_MONTH
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K
 
 
 @dataclass(frozen=True)
@@ -196,5 +196,59 @@ class Plan:
         return sum(c.requests_per_second for c in self.classes)
 
     @property
+    def input_tokens_per_s(self) -> float:
+        """Input tokens a second of every class at its peak demand."""
+        return sum(c.requests_per_second * c.input_tokens for c in self.classes)
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """Output tokens a second of every class at its peak demand."""
+        return sum(c.requests_per_second * c.output_tokens for c in self.classes)
+
+    @property
+    def mix_saving_monthly_usd(self) -> float | None:
+        """What the GPU mix saves a month against the best single-GPU-type plan."""
+        single = self.single_gpu_best
+        return None if single is None else single.monthly_cost_usd - self.fleet.monthly_cost_usd
+
+    @property
+    def mix_saving_fraction(self) -> float | None:
+        """The mix's saving as a fraction of the single-GPU-type plan's cost."""
+        single, saving = self.single_gpu_best, self.mix_saving_monthly_usd
+        if single is None or saving is None or not single.monthly_cost_usd:
+            return None
+        return saving / single.monthly_cost_usd
+
+    @property
     def cheapest_api(self) -> ApiQuote | None:
         return min(self.api_quotes, key=lambda q: q.cost_per_hour_usd, default=None)
+
+    def api_monthly_usd(self, quote: ApiQuote) -> float:
+        """An API's bill a month at the average demand: it bills the tokens served."""
+        return quote.monthly_cost_usd * self.average_demand_factor
+
+    @property
+    def cheapest_api_monthly_usd(self) -> float | None:
+        """The cheapest API's bill a month at the average demand."""
+        api = self.cheapest_api
+        return None if api is None else self.api_monthly_usd(api)
+
+    @property
+    def api_saving_monthly_usd(self) -> float | None:
+        """What self-hosting saves a month against the cheapest API (negative: the API is
+        cheaper), the fleet sized for the peak against the API at the average demand."""
+        api = self.cheapest_api_monthly_usd
+        return None if api is None else api - self.fleet.monthly_cost_usd
+
+    @property
+    def deployment_cost_per_1k_output_tokens_usd(self) -> tuple[float, ...]:
+        """Each fleet line's $ per 1K output tokens with its replicas at planned capacity
+        (output length of the first class), to set beside the candidates' figures."""
+        out_len = self.classes[0].output_tokens
+        return tuple(
+            d.cost_per_hour_usd
+            / max(d.replicas, 1)
+            / (SECONDS_PER_HOUR * max(d.capacity_requests_per_s / d.replicas, 1e-9) * out_len)
+            * TOKENS_PER_1K
+            for d in self.fleet.deployments
+        )

@@ -60,19 +60,11 @@ def frontier(plan: Plan, path: Path) -> Path:
                 va="top",
                 fontsize=8,
             )
-    for d in plan.fleet.deployments:
+    chosen = zip(plan.fleet.deployments, plan.deployment_cost_per_1k_output_tokens_usd, strict=True)
+    for d, cost in chosen:
         ax.scatter(
             [d.tpot_ms],
-            [
-                d.cost_per_hour_usd
-                / max(d.replicas, 1)
-                / (
-                    3600
-                    * max(d.capacity_requests_per_s / d.replicas, 1e-9)
-                    * plan.classes[0].output_tokens
-                )
-                * 1e3
-            ],
+            [cost],
             marker="*",
             s=200,
             color="black",

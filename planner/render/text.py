@@ -48,6 +48,10 @@ def _cell(v: Any) -> str:
     return str(v)
 
 
+# a smaller saving of the GPU mix is rounding: the optimum is the single-GPU-type plan
+NO_SAVING_USD_PER_MONTH = 1e-3
+
+
 def money(v: float, digits: int = 2) -> str:
     return f"${v:,.{digits}f}" if math.isfinite(v) else "n/a"
 
@@ -182,44 +186,53 @@ def render_plan(plan: Plan) -> str:
 
 
 def _comparison_lines(plan: Plan) -> list[str]:
-    f, out = plan.fleet, [""]
+    """The plan against the best single-GPU-type plan and the cheapest API."""
+    out = [""]
     if plan.single_gpu_best is not None:
-        s = plan.single_gpu_best
-        saving = s.total_cost_per_hour_usd - f.total_cost_per_hour_usd
-        out.append(
-            f"Best single-GPU-type plan: {s.total_gpus} x {plan.single_gpu_best_gpu}, "
-            f"{money(s.monthly_cost_usd, 0)}/month"
-            + (
-                f"; the mix saves {money(saving * HOURS_PER_MONTH, 0)}/month "
-                f"({saving / s.total_cost_per_hour_usd:.1%})"
-                if saving > 1e-6
-                else " (the optimum uses one GPU type)"
-            )
-        )
-    api = plan.cheapest_api
-    if api is None:
-        out.append(f"No API in the catalog serves {plan.model_id}.")
-    else:
-        factor = plan.average_demand_factor
-        monthly = api.monthly_cost_usd * factor
-        diff = monthly - f.monthly_cost_usd
-        verdict = (
-            f"self-hosting saves {money(diff, 0)}/month"
-            if diff > 0
-            else f"the API is cheaper by {money(-diff, 0)}/month"
-        )
-        basis = (
-            "at this demand around the clock"
-            if factor == 1.0
-            else f"at the profile's average demand ({factor:.0%} of the peak)"
-        )
-        out.append(
-            f"Cheapest API: {api.provider} {api.provider_model_id} "
-            f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
-            f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
-            "fleet sized for the peak"
-        )
+        out.append(_single_gpu_line(plan))
+    out.append(_api_line(plan))
     return out
+
+
+def _single_gpu_line(plan: Plan) -> str:
+    """The best single-GPU-type plan and what the GPU mix saves against it."""
+    s, saving, share = plan.single_gpu_best, plan.mix_saving_monthly_usd, plan.mix_saving_fraction
+    assert s is not None
+    head = (
+        f"Best single-GPU-type plan: {s.total_gpus} x {plan.single_gpu_best_gpu}, "
+        f"{money(s.monthly_cost_usd, 0)}/month"
+    )
+    if saving is not None and share is not None and saving > NO_SAVING_USD_PER_MONTH:
+        return head + f"; the mix saves {money(saving, 0)}/month ({share:.1%})"
+    return head + " (the optimum uses one GPU type)"
+
+
+def _api_line(plan: Plan) -> str:
+    """The cheapest API at the average demand against the fleet sized for the peak."""
+    api, monthly, saving = (
+        plan.cheapest_api,
+        plan.cheapest_api_monthly_usd,
+        plan.api_saving_monthly_usd,
+    )
+    if api is None or monthly is None or saving is None:
+        return f"No API in the catalog serves {plan.model_id}."
+    verdict = (
+        f"self-hosting saves {money(saving, 0)}/month"
+        if saving > 0
+        else f"the API is cheaper by {money(-saving, 0)}/month"
+    )
+    factor = plan.average_demand_factor
+    basis = (
+        "at this demand around the clock"
+        if factor == 1.0
+        else f"at the profile's average demand ({factor:.0%} of the peak)"
+    )
+    return (
+        f"Cheapest API: {api.provider} {api.provider_model_id} "
+        f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
+        f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
+        "fleet sized for the peak"
+    )
 
 
 def render_time_plan(tp: TimePlan) -> str:
@@ -339,7 +352,7 @@ def render_compare(plan: Plan, rows) -> str:
                 f"{r.quote.output_usd_per_1m:g}",
                 f"{r.api_cost_per_request_usd:.6f}",
                 money(r.api_monthly_usd, 0),
-                "API cheaper" if r.api_monthly_usd < own else "self cheaper",
+                "API cheaper" if r.api_is_cheaper else "self cheaper",
                 "never in range"
                 if r.break_even_peak_requests_per_s is None
                 else f"{r.break_even_peak_requests_per_s:,.2f}",
