@@ -324,7 +324,7 @@ def _period_cost(problem: TimeProblem, sol: TimeSolution, p: int) -> float:
 
 
 def _tier_cost(problem: TimeProblem, sol: TimeSolution, periods: list[int]) -> dict[str, float]:
-    """Cost by tier over some periods."""
+    """Cost by tier (reserved, owned, on_demand, spot) over some periods."""
     pr = problem.prices
     hours = float(problem.hours[periods].sum())
     return {
@@ -364,13 +364,16 @@ def _months(
         for m in block:
             demand = peaks[:, None] * level * (1.0 + fin.growth_per_month) ** m
             tokens = float((out_len[:, None] * demand * share).sum() * HOURS_PER_MONTH * 3600)
-            total = sum(costs.values()) / len(block)
+            n, total = len(block), sum(costs.values()) / len(block)
             out.append(
                 MonthPlan(
                     month=m + 1,
                     avg_requests_per_s=float((demand.sum(axis=0) * share).sum()),
                     output_tokens=tokens,
-                    **{f"{tier}_usd": cost / len(block) for tier, cost in costs.items()},
+                    reserved_usd=costs["reserved"] / n,
+                    owned_usd=costs["owned"] / n,
+                    on_demand_usd=costs["on_demand"] / n,
+                    spot_usd=costs["spot"] / n,
                     total_usd=total,
                     cost_per_1k_output_tokens_usd=total / tokens * 1e3,
                 )

@@ -10,7 +10,7 @@ from openpyxl.utils import column_index_from_string as col_index
 from openpyxl.utils import get_column_letter, quote_sheetname
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.planning.plan import MonthPlan, PeriodPlan, Plan, TimePlan
+from planner.planning.plan import TIERS, MonthPlan, PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
 from planner.render.xlsx.cells import finite, header, put
 from planner.render.xlsx.names import HOURS_NAME, MONTHLY_COLUMNS, PERIODS, Names
@@ -28,7 +28,7 @@ from planner.render.xlsx.styles import (
 )
 from planner.units import TOKENS_PER_1K
 
-PERIOD_TIERS = ("reserved", "owned", "on_demand", "spot")
+PERIOD_TIERS = TIERS  # the plan's tiers, in column order
 TIER_LABELS = {"reserved": "reserved", "owned": "owned", "on_demand": "on-demand", "spot": "spot"}
 PERIOD_COUNTS = ("reserved", "owned", "on_demand", "spot", "in_use")
 
@@ -83,7 +83,12 @@ def _period_headers(
 
 
 def _period_values(
-    period: PeriodPlan, p: int, gpus: list[str], gpu_cols: dict, names: Names, cost_cols: dict
+    period: PeriodPlan,
+    p: int,
+    gpus: list[str],
+    gpu_cols: dict[tuple[str, str], str],
+    names: Names,
+    cost_cols: dict[str, str],
 ) -> list[Any]:
     """The cells of one period's row: its numbers, and its $ per tier as live formulas."""
     r = p + 2
