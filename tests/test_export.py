@@ -628,7 +628,7 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
     ot = time_plan.over_time
     tiers = set()
     for fact in ot.prices:
-        tier = "reserved" if fact.tier.startswith("reserved") else fact.tier
+        tier = fact.plan_tier
         tiers.add(tier)
         name = f"price_{_ident(fact.gpu)}"
         if tier != "on_demand":

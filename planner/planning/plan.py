@@ -34,6 +34,11 @@ class PriceFact:
     source: str
     assumption: bool
 
+    @property
+    def plan_tier(self) -> str:
+        """The tier as `TIERS` names it: a reserved price of any term is "reserved"."""
+        return "reserved" if self.tier.startswith("reserved") else self.tier
+
 
 TIERS = ("reserved", "owned", "on_demand", "spot")  # held for the horizon, then rented
 

@@ -8,7 +8,7 @@ from typing import Any
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.planning.plan import Plan
+from planner.planning.plan import Plan, TimePlan
 from planner.render.xlsx.cells import clean, finite, header, put
 from planner.render.xlsx.names import (
     ASSUMPTION_COLUMNS,
@@ -120,28 +120,27 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], Names
         named[name] = idx
         names.gpu[gpu] = name
     if plan.over_time is not None:
-        _time_price_rows(plan.over_time, rows, named, names, taken)
+        _time_price_rows(plan.over_time, _fleet_prices(plan), rows, named, names, taken)
         _time_rows(plan, rows, named, names)
     return rows, named, names
 
 
-def _tier(tier: str) -> str:
-    """A PriceFact tier as the workbook names it: reserved_1y/reserved_3y -> reserved."""
-    return "reserved" if tier.startswith("reserved") else tier
-
-
 def _time_price_rows(
-    ot: Any, rows: list[list[Any]], named: dict[str, int], names: Names, taken: set[str]
+    ot: TimePlan,
+    fleet: dict[str, tuple[float, str]],
+    rows: list[list[Any]],
+    named: dict[str, int],
+    names: Names,
+    taken: set[str],
 ) -> None:
-    """One named row per tier price of the plan over time (`TimePlan.prices`)."""
+    """One named row per tier price of the plan over time (`TimePlan.prices`); an on-demand
+    price the fleet also pays at shares the fleet's named cell."""
     for fact in ot.prices:
-        tier, gpu, price = _tier(fact.tier), fact.gpu, float(fact.usd_per_gpu_hour)
+        tier, gpu, price = fact.plan_tier, fact.gpu, float(fact.usd_per_gpu_hour)
         idx, prefix = None, f"price_{tier}"
         if tier == "on_demand":
             own = names.gpu.get(gpu)
-            if own is not None and math.isclose(
-                float(rows[named[own]][3]), price, rel_tol=1e-12, abs_tol=0.0
-            ):
+            if own is not None and math.isclose(fleet[gpu][0], price, rel_tol=1e-12, abs_tol=0.0):
                 names.tier[tier, gpu] = own  # the very cell the Fleet sheet prices from
                 continue
             idx = _price_row(rows, gpu, price)
