@@ -15,6 +15,7 @@ from planner.inputs.scenarios import load_scenario, read_demand_csv
 from planner.planning.breakeven import SelfCost, api_cost_per_request, break_even_scale
 from planner.planning.pipeline import plan
 from planner.planning.timeplan import group_slots, month_blocks, owned_hourly_cost
+from planner.render.labels import months_label
 from planner.schema.finance import Owned
 from planner.schema.plan import ApiQuote
 
@@ -59,6 +60,11 @@ def test_periods_and_months_are_typed_records(diurnal):
     assert sum(p.cost_usd for p in tp.periods) == pytest.approx(sol.total_cost, rel=1e-9)
     assert tp.output_tokens == pytest.approx(sum(m.output_tokens for m in tp.monthly))
     assert tp.growth_per_month == 0.05
+
+
+def test_a_block_of_months_is_labelled_once_for_every_renderer():
+    assert months_label((4, 5, 6)) == "4-6"
+    assert months_label((7,)) == "7"
 
 
 def test_every_period_serves_its_demand(diurnal):
