@@ -550,11 +550,6 @@ def _ident(gpu: str) -> str:
     return gpu.replace("-", "_")
 
 
-def _months(text) -> list[int]:
-    first, _, last = str(text).partition("-")
-    return list(range(int(first), int(last or first) + 1))
-
-
 def test_time_plan_sheets_in_order(time_written):
     wb = openpyxl.load_workbook(time_written)
     assert wb.sheetnames == list(SHEETS)
@@ -567,7 +562,7 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     ot = time_plan.over_time
     got = read_back(time_written)
     ws = openpyxl.load_workbook(time_written)["Monthly"]
-    monthly = ot.monthly
+    monthly = [dataclasses.asdict(m) for m in ot.monthly]
     columns = {
         "D": "reserved_usd",
         "E": "owned_usd",
@@ -578,7 +573,7 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
         "B": "avg_requests_per_s",
         "C": "output_tokens",
     }
-    for i, row in enumerate(monthly.to_dict("records")):
+    for i, row in enumerate(monthly):
         r = i + 2
         assert ws[f"A{r}"].value == row["month"]
         for col, key in columns.items():
@@ -612,17 +607,20 @@ def test_periods_sheet(time_plan, time_written):
     got = read_back(time_written)
     ws = openpyxl.load_workbook(time_written)["Periods"]
     col = {c.value: c.column_letter for c in ws[1]}
-    for i, row in enumerate(ot.periods.to_dict("records")):
+    for i, period in enumerate(ot.periods):
         r = i + 2
-        assert ws[f"B{r}"].value == row["months"]
+        months = period.months
+        label = f"{months[0]}-{months[-1]}" if len(months) > 1 else str(months[0])
+        assert ws[f"B{r}"].value == label
+        assert ws[f"C{r}"].value == months[0] and ws[f"D{r}"].value == len(months)
         assert ws[f"G{r}"].value == f"=F{r}*hours_per_month*D{r}"
-        assert close(got[f"Periods!G{r}"], row["hours"])
-        assert close(got[f"Periods!{col['total $']}{r}"], row["cost_usd"])
-        assert ws[f"{col['planner $']}{r}"].value == pytest.approx(row["cost_usd"])
+        assert close(got[f"Periods!G{r}"], period.hours)
+        assert close(got[f"Periods!{col['total $']}{r}"], period.cost_usd)
+        assert ws[f"{col['planner $']}{r}"].value == pytest.approx(period.cost_usd)
         for g in ot.solution.gpu_types:
             for kind in ("reserved", "owned", "on-demand", "spot", "in-use"):
-                key = f"{g}_{kind.replace('-', '_')}"
-                assert ws[f"{col[f'{g} {kind}']}{r}"].value == row[key], (r, key)
+                count = getattr(period.gpus[g], kind.replace("-", "_"))
+                assert ws[f"{col[f'{g} {kind}']}{r}"].value == count, (r, g, kind)
 
 
 def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written):
@@ -630,7 +628,7 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
     ot = time_plan.over_time
     tiers = set()
     for fact in ot.prices:
-        tier = "reserved" if fact.tier.startswith("reserved") else fact.tier
+        tier = fact.plan_tier
         tiers.add(tier)
         name = f"price_{_ident(fact.gpu)}"
         if tier != "on_demand":
@@ -655,7 +653,7 @@ def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_
     sol = ot.solution
     periods = ot.periods
     held = next(g for g, n in sol.reserved.items() if n)
-    rented = next(g for g in sol.gpu_types if periods[f"{g}_on_demand"].sum() > 0)
+    rented = next(g for g in sol.gpu_types if any(p.gpus[g].on_demand for p in periods))
     wb = openpyxl.load_workbook(time_written)
     _named_cell(wb, f"price_reserved_{_ident(held)}").value += 1.0
     _named_cell(wb, f"price_{_ident(rented)}").value += 0.5
@@ -663,14 +661,12 @@ def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     got = read_back(edited)
-    tokens_1 = float(ot.monthly["output_tokens"].iloc[0])
-    for i, row in enumerate(ot.monthly.to_dict("records")):
-        r, m = i + 2, int(row["month"])
-        block = periods[[m in _months(x) for x in periods["months"]]]
-        od_hours = float((block[f"{rented}_on_demand"] * block["hours"]).sum()) / len(
-            _months(block["months"].iloc[0])
-        )
-        expect = row["total_usd"] + sol.reserved[held] * 1.0 * HOURS_PER_MONTH + 0.5 * od_hours
+    tokens_1 = ot.monthly[0].output_tokens
+    for i, month in enumerate(ot.monthly):
+        r, m = i + 2, month.month
+        block = [p for p in periods if m in p.months]
+        od_hours = sum(p.gpus[rented].on_demand * p.hours for p in block) / len(block[0].months)
+        expect = month.total_usd + sol.reserved[held] * 1.0 * HOURS_PER_MONTH + 0.5 * od_hours
         tokens = tokens_1 * 1.1 ** (m - 1)
         assert close(got[f"Monthly!H{r}"], expect), m
         if r > 2:  # month 1 is the planner's number, later months grow from it
@@ -741,12 +737,12 @@ def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
     assert "finance.owned" in wb["Assumptions"]["B2"].value
     assert _named_cell(wb, "growth").value == 0.0333
     assert wb["Periods"][f"B{len(ot.periods) + 1}"].value == "7"
-    for i, row in enumerate(ot.monthly.to_dict("records")):
+    for i, month in enumerate(ot.monthly):
         r = i + 2
-        assert close(got[f"Monthly!E{r}"], row["owned_usd"])
-        assert close(got[f"Monthly!H{r}"], row["total_usd"])
+        assert close(got[f"Monthly!E{r}"], month.owned_usd)
+        assert close(got[f"Monthly!H{r}"], month.total_usd)
         if r > 2:
-            assert close(got[f"Monthly!C{r}"], row["output_tokens"])
+            assert close(got[f"Monthly!C{r}"], month.output_tokens)
     total = len(ot.monthly) + 2
     assert close(got[f"Monthly!E{total}"], ot.solution.cost_by_tier["owned"])
     assert close(got[f"Monthly!H{total}"], ot.solution.total_cost)

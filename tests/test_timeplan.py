@@ -15,6 +15,7 @@ from planner.inputs.scenarios import load_scenario, read_demand_csv
 from planner.planning.breakeven import SelfCost, api_cost_per_request, break_even_scale
 from planner.planning.pipeline import plan
 from planner.planning.timeplan import group_slots, month_blocks, owned_hourly_cost
+from planner.render.labels import months_label
 from planner.schema.finance import Owned
 from planner.schema.plan import ApiQuote
 
@@ -38,7 +39,32 @@ def test_mixed_plan_beats_all_on_demand_and_all_reserved(diurnal):
     # the numbers behind it, for the record: reserved GPUs cover the night, rentals the day
     assert sum(tp.solution.reserved.values()) > 0
     assert tp.solution.cost_by_tier["on_demand"] > 0
-    assert tp.monthly["total_usd"].sum() == pytest.approx(mixed, rel=1e-9)
+    assert tp.monthly_total_usd == pytest.approx(mixed, rel=1e-9)
+    assert tp.saving_vs_all_on_demand_usd == pytest.approx(on_demand - mixed)
+    assert tp.saving_vs_all_on_demand_fraction == pytest.approx((on_demand - mixed) / on_demand)
+    assert tp.saving_vs_all_reserved_usd == pytest.approx(reserved - mixed)
+
+
+def test_periods_and_months_are_typed_records(diurnal):
+    """Months are tuples of ints, GPUs are counts per type and tier, not display columns."""
+    tp = diurnal.over_time
+    sol = tp.solution
+    blocks = {p.months for p in tp.periods}
+    assert sorted(blocks) == [(1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12)]
+    assert [m.month for m in tp.monthly] == list(range(1, 13))
+    for p in tp.periods:
+        assert set(p.gpus) == set(sol.gpu_types)
+        for g, n in p.gpus.items():
+            assert n.reserved == sol.reserved.get(g, 0) and n.held == n.reserved + n.owned
+        assert p.demand_requests_per_s == pytest.approx(sum(p.demand.values()))
+    assert sum(p.cost_usd for p in tp.periods) == pytest.approx(sol.total_cost, rel=1e-9)
+    assert tp.output_tokens == pytest.approx(sum(m.output_tokens for m in tp.monthly))
+    assert tp.growth_per_month == 0.05
+
+
+def test_a_block_of_months_is_labelled_once_for_every_renderer():
+    assert months_label((4, 5, 6)) == "4-6"
+    assert months_label((7,)) == "7"
 
 
 def test_every_period_serves_its_demand(diurnal):

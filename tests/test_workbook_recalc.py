@@ -9,6 +9,7 @@ Assumptions sheet must move the totals exactly as the planner predicts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 import subprocess
@@ -111,11 +112,6 @@ def fleet_total_row(ws) -> int:
     return next(r for r in range(2, ws.max_row + 1) if ws.cell(row=r, column=1).value == "Total")
 
 
-def months_of(text) -> list[int]:
-    first, _, last = str(text).partition("-")
-    return list(range(int(first), int(last or first) + 1))
-
-
 # ---------------------------------------------------------------- fixtures
 
 
@@ -162,11 +158,7 @@ def edit(plan):
     """A fleet GPU's on-demand price x1.5 (one the plan over time also rents, if any)."""
     ot = plan.over_time
     fleet_gpus = [d.gpu for d in plan.fleet.deployments]
-    rented = [
-        g
-        for g in fleet_gpus
-        if f"{g}_on_demand" in ot.periods and ot.periods[f"{g}_on_demand"].sum() > 0
-    ]
+    rented = [g for g in fleet_gpus if any(g in p.gpus and p.gpus[g].on_demand for p in ot.periods)]
     gpu = (rented or fleet_gpus)[0]
     old = next(d.price_usd_per_gpu_hour for d in plan.fleet.deployments if d.gpu == gpu)
     return gpu, old, old * 1.5
@@ -241,7 +233,7 @@ def test_recalculated_totals_are_the_planners(plan, comparisons, recalculated, w
         ),
         strict=True,
     )
-    monthly = ot.monthly.to_dict("records")
+    monthly = [dataclasses.asdict(m) for m in ot.monthly]
     for col, field in cols:
         for i, row in enumerate(monthly):
             key = f"Monthly!{col}{i + 2}"
@@ -253,8 +245,8 @@ def test_recalculated_totals_are_the_planners(plan, comparisons, recalculated, w
     # Periods: each period's cost
     periods = wb["Periods"]
     total_col = next(c.column_letter for c in periods[1] if c.value == "total $")
-    for i, row in enumerate(ot.periods.to_dict("records")):
-        assert close(recalculated[f"Periods!{total_col}{i + 2}"], row["cost_usd"])
+    for i, period in enumerate(ot.periods):
+        assert close(recalculated[f"Periods!{total_col}{i + 2}"], period.cost_usd)
     # Build vs API: the API bill at the average demand, as buildvsbuy.compare has it
     for i, q in enumerate(plan.api_quotes):
         assert close(recalculated[f"Build vs API!F{i + 3}"], comparisons[q].api_monthly_usd)
@@ -280,21 +272,21 @@ def test_editing_a_gpu_price_moves_the_totals_as_planned(plan, recalculated, edi
     ot = plan.over_time
     periods = ot.periods
     moved_months = 0
-    for i, row in enumerate(ot.monthly.to_dict("records")):
-        r, m = i + 2, int(row["month"])
-        block = periods[[m in months_of(x) for x in periods["months"]]]
-        gpu_hours = float((block[f"{gpu}_on_demand"] * block["hours"]).sum())
-        change = delta * gpu_hours / len(months_of(block["months"].iloc[0]))
+    for i, month in enumerate(ot.monthly):
+        r, m = i + 2, month.month
+        block = [p for p in periods if m in p.months]
+        gpu_hours = sum(p.gpus[gpu].on_demand * p.hours for p in block if gpu in p.gpus)
+        change = delta * gpu_hours / len(block[0].months)
         moved_months += change > 0
-        assert close(edited[f"Monthly!F{r}"], row["on_demand_usd"] + change), m
-        assert close(edited[f"Monthly!H{r}"], row["total_usd"] + change), m
+        assert close(edited[f"Monthly!F{r}"], month.on_demand_usd + change), m
+        assert close(edited[f"Monthly!H{r}"], month.total_usd + change), m
         for col, field in zip("DEG", ("reserved_usd", "owned_usd", "spot_usd"), strict=True):
-            assert close(edited[f"Monthly!{col}{r}"], row[field]), (m, col)
+            assert close(edited[f"Monthly!{col}{r}"], getattr(month, field)), (m, col)
     print(
         f"\n{gpu} ${old:g} -> ${new:g}/GPU-h: Fleet ${fleet.total_cost_per_hour_usd:,.2f}/h -> "
         f"${edited[f'Fleet!I{total}']:,.2f}/h; {moved_months} months' on-demand $ moved"
     )
-    assert moved_months > 0 or not (periods[f"{gpu}_on_demand"] > 0).any()
+    assert moved_months > 0 or not any(gpu in p.gpus and p.gpus[gpu].on_demand for p in periods)
     for i in range(len(plan.api_quotes)):  # API bills do not depend on GPU prices
         for col in "EFG":
             key = f"Build vs API!{col}{i + 3}"

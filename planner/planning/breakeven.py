@@ -36,6 +36,11 @@ class Comparison:
     break_even_peak_requests_per_s: float | None  # None: self-hosting never wins in range
     break_even_tokens_per_month: float | None
 
+    @property
+    def api_is_cheaper(self) -> bool:
+        """At the scenario's demand, the API costs less a month than self-hosting."""
+        return self.api_monthly_usd < self.self_monthly_usd
+
 
 def api_cost_per_request(quote: ApiQuote, input_tokens: float, output_tokens: float) -> float:
     """Input and output tokens at the offering's per-1M prices."""

@@ -282,6 +282,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         api_quotes=api_quotes(catalog, model.id, classes),
         assumptions=facts.assumption_table(scenario, catalog, model, gpus, prices),
         notes=tuple(notes),
+        gpu_prices=prices,
         timings_s=timings,
         problem=problem,
         solver=options,

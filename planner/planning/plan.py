@@ -11,7 +11,9 @@ from planner.fleet.overtime import TimeProblem, TimeSolution
 from planner.fleet.selection import Offered
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
+from planner.perf.candidates import Price
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K
 
 
 @dataclass(frozen=True)
@@ -33,21 +35,84 @@ class PriceFact:
     source: str
     assumption: bool
 
+    @property
+    def plan_tier(self) -> str:
+        """The tier as `TIERS` names it: a reserved price of any term is "reserved"."""
+        return "reserved" if self.tier.startswith("reserved") else self.tier
+
+
+TIERS = ("reserved", "owned", "on_demand", "spot")  # held for the horizon, then rented
+
+
+@dataclass(frozen=True)
+class TierGpus:
+    """GPUs of one type in one period, by tier, and how many of them carry replicas."""
+
+    reserved: int
+    owned: int
+    on_demand: int
+    spot: int
+    in_use: int
+
+    @property
+    def held(self) -> int:
+        """GPUs held for the whole horizon (reserved and owned)."""
+        return self.reserved + self.owned
+
+
+@dataclass(frozen=True)
+class PeriodPlan:
+    """One block of months at one demand slot: its hours, demand, GPUs by tier and cost."""
+
+    months: tuple[int, ...]  # the block's months, from 1
+    slot: int  # demand slot, from 1 (busiest first)
+    hours: float  # hours of this slot over the whole block
+    demand: dict[str, float]  # request class -> req/s
+    gpus: dict[str, TierGpus]  # GPU type -> GPUs by tier (every type of the plan)
+    cost_usd: float
+
+    @property
+    def demand_requests_per_s(self) -> float:
+        """All classes' demand in this period."""
+        return sum(self.demand.values())
+
+    @property
+    def share_of_hours(self) -> float:
+        """The slot's share of a month's hours."""
+        return self.hours / (HOURS_PER_MONTH * len(self.months))
+
+
+@dataclass(frozen=True)
+class MonthPlan:
+    """One month: demand, output tokens and cost by tier (its block's cost split evenly)."""
+
+    month: int  # from 1
+    avg_requests_per_s: float
+    output_tokens: float
+    reserved_usd: float
+    owned_usd: float
+    on_demand_usd: float
+    spot_usd: float
+    total_usd: float
+    cost_per_1k_output_tokens_usd: float
+
 
 @dataclass(frozen=True)
 class TimePlan:
     """The plan over the horizon, with what all-on-demand and all-reserved would cost."""
 
     solution: TimeSolution
-    periods: pd.DataFrame  # one row per (month, slot)
-    monthly: pd.DataFrame  # one row per month
+    periods: tuple[PeriodPlan, ...]  # blocks of months in order, each block's slots in order
+    monthly: tuple[MonthPlan, ...]
     all_on_demand: TimeSolution | None
     all_reserved_cost: float | None
     all_reserved_gpus: dict[str, int]
     prices: tuple[PriceFact, ...]
     profile: np.ndarray  # hourly total-demand fraction of peak
+    hourly_demand: np.ndarray  # req/s of all classes in each hour of the profile, at month 1
     slots: Slots
     horizon_months: int
+    growth_per_month: float
     output_tokens: float
     problem: TimeProblem
     notes: tuple[str, ...] = ()
@@ -55,6 +120,51 @@ class TimePlan:
     @property
     def cost_per_1k_output_tokens_usd(self) -> float:
         return self.solution.total_cost / self.output_tokens * 1e3
+
+    @property
+    def monthly_total_usd(self) -> float:
+        """The months' costs summed (the horizon total, month by month)."""
+        return float(np.sum([m.total_usd for m in self.monthly]))
+
+    @property
+    def all_on_demand_cost_usd(self) -> float | None:
+        """The horizon's cost with every GPU rented on demand; None when no such plan."""
+        od = self.all_on_demand
+        return None if od is None or od.status == "infeasible" else od.total_cost
+
+    @property
+    def saving_vs_all_on_demand_usd(self) -> float | None:
+        """What this plan saves over the horizon against all on-demand."""
+        od = self.all_on_demand_cost_usd
+        return None if od is None else od - self.solution.total_cost
+
+    @property
+    def saving_vs_all_on_demand_fraction(self) -> float | None:
+        """The saving against all on-demand as a fraction of the all-on-demand cost."""
+        od, saving = self.all_on_demand_cost_usd, self.saving_vs_all_on_demand_usd
+        return None if od is None or saving is None else saving / od
+
+    @property
+    def saving_vs_all_reserved_usd(self) -> float | None:
+        """What this plan saves against reserving the busiest period's GPUs throughout."""
+        res = self.all_reserved_cost
+        return None if res is None else res - self.solution.total_cost
+
+    @property
+    def slot_capacity_requests_per_s(self) -> np.ndarray:
+        """Requests/s the first block's fleet carries in each slot at planned utilisation
+        (capacity weighted by the class mix; spot replicas net of pre-emption)."""
+        problem, sol = self.problem, self.solution
+        weights = problem.demand[:, 0] / problem.demand[:, 0].sum()
+        per_replica = problem.capacity @ weights
+        keep = 1.0 - problem.preemption_overhead
+        first_block = range(len(self.slots.share))
+        return np.array(
+            [
+                float((sol.replicas[:, p] + keep * sol.spot_replicas[:, p]) @ per_replica)
+                for p in first_block
+            ]
+        )
 
 
 @dataclass(frozen=True)
@@ -74,6 +184,7 @@ class Plan:
     api_quotes: tuple[ApiQuote, ...]
     assumptions: pd.DataFrame
     notes: tuple[str, ...] = field(default_factory=tuple)
+    gpu_prices: dict[str, Price] = field(default_factory=dict)  # GPU id -> price it was planned at
     timings_s: dict[str, float] = field(default_factory=dict)
     over_time: TimePlan | None = None  # when the scenario has a finance section
     problem: FleetProblem | None = None  # the fleet problem the plan was solved from
@@ -91,5 +202,59 @@ class Plan:
         return sum(c.requests_per_second for c in self.classes)
 
     @property
+    def input_tokens_per_s(self) -> float:
+        """Input tokens a second of every class at its peak demand."""
+        return sum(c.requests_per_second * c.input_tokens for c in self.classes)
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """Output tokens a second of every class at its peak demand."""
+        return sum(c.requests_per_second * c.output_tokens for c in self.classes)
+
+    @property
+    def mix_saving_monthly_usd(self) -> float | None:
+        """What the GPU mix saves a month against the best single-GPU-type plan."""
+        single = self.single_gpu_best
+        return None if single is None else single.monthly_cost_usd - self.fleet.monthly_cost_usd
+
+    @property
+    def mix_saving_fraction(self) -> float | None:
+        """The mix's saving as a fraction of the single-GPU-type plan's cost."""
+        single, saving = self.single_gpu_best, self.mix_saving_monthly_usd
+        if single is None or saving is None or not single.monthly_cost_usd:
+            return None
+        return saving / single.monthly_cost_usd
+
+    @property
     def cheapest_api(self) -> ApiQuote | None:
         return min(self.api_quotes, key=lambda q: q.cost_per_hour_usd, default=None)
+
+    def api_monthly_usd(self, quote: ApiQuote) -> float:
+        """An API's bill a month at the average demand: it bills the tokens served."""
+        return quote.monthly_cost_usd * self.average_demand_factor
+
+    @property
+    def cheapest_api_monthly_usd(self) -> float | None:
+        """The cheapest API's bill a month at the average demand."""
+        api = self.cheapest_api
+        return None if api is None else self.api_monthly_usd(api)
+
+    @property
+    def api_saving_monthly_usd(self) -> float | None:
+        """What self-hosting saves a month against the cheapest API (negative: the API is
+        cheaper), the fleet sized for the peak against the API at the average demand."""
+        api = self.cheapest_api_monthly_usd
+        return None if api is None else api - self.fleet.monthly_cost_usd
+
+    @property
+    def deployment_cost_per_1k_output_tokens_usd(self) -> tuple[float, ...]:
+        """Each fleet line's $ per 1K output tokens with its replicas at planned capacity
+        (output length of the first class), to set beside the candidates' figures."""
+        out_len = self.classes[0].output_tokens
+        return tuple(
+            d.cost_per_hour_usd
+            / max(d.replicas, 1)
+            / (SECONDS_PER_HOUR * max(d.capacity_requests_per_s / d.replicas, 1e-9) * out_len)
+            * TOKENS_PER_1K
+            for d in self.fleet.deployments
+        )

@@ -15,7 +15,15 @@ from planner.errors import InfeasibleError, InputError
 from planner.fleet.overtime import TierPrices, TimeProblem, TimeSolution, solve_time
 from planner.fleet.solver import SolverOptions
 from planner.inputs.catalog import Catalog
-from planner.planning.plan import Plan, PriceFact, Slots, TimePlan
+from planner.planning.plan import (
+    MonthPlan,
+    PeriodPlan,
+    Plan,
+    PriceFact,
+    Slots,
+    TierGpus,
+    TimePlan,
+)
 from planner.schema.finance import DemandProfile, Finance, Owned
 from planner.schema.hardware import Gpu
 from planner.schema.scenario import Scenario
@@ -214,21 +222,22 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
         )
     on_demand_only = solve_time(problem.without("reserved", "owned", "spot"), options)
     all_res_cost, all_res_gpus = _all_reserved(problem, on_demand_only)
-    out_tokens = 0.0  # summed from the monthly table below
-    monthly = _monthly_table(problem, solution, plan, fin)
-    out_tokens = float(monthly["output_tokens"].sum())
+    monthly = _months(problem, solution, plan, fin)
+    profile = (peaks @ profiles) / peaks.sum()
     return TimePlan(
         solution=solution,
-        periods=_period_table(problem, solution, names, fin),
+        periods=_periods(problem, solution, names, fin),
         monthly=monthly,
         all_on_demand=on_demand_only,
         all_reserved_cost=all_res_cost,
         all_reserved_gpus=all_res_gpus,
         prices=tuple(facts),
-        profile=(peaks @ profiles) / peaks.sum(),
+        profile=profile,
+        hourly_demand=profile * plan.total_requests_per_s,
         slots=slots,
         horizon_months=fin.horizon_months,
-        output_tokens=out_tokens,
+        growth_per_month=fin.growth_per_month,
+        output_tokens=float(np.sum([m.output_tokens for m in monthly])),
         problem=problem,
         notes=_time_notes(prices, gpus),
     )
@@ -246,15 +255,15 @@ def _busiest(block: list[int], fin: Finance) -> int:
 
 
 def _od_sources(plan: Plan, gpus: dict[str, Gpu]) -> dict[str, tuple[str, bool]]:
-    table = plan.assumptions
+    """Where each GPU's on-demand price came from, as the plan priced it."""
     out = {}
     for g in gpus:
-        rows = table[(table.category == "price") & (table["item"] == g)]
-        if rows.empty:
+        price = plan.gpu_prices.get(g)
+        if price is None:
             out[g] = ("catalog", False)
         else:
-            r = rows.iloc[0]
-            out[g] = (f"{r['field']}: {r['source']} ({r['as_of']})", bool(r["assumption"]))
+            source = f"$/GPU-hour ({price.provider}): {price.source} ({price.as_of})"
+            out[g] = (source, price.assumption)
     return out
 
 
@@ -271,35 +280,38 @@ def _all_reserved(problem: TimeProblem, on_demand_only: TimeSolution):
     return sum(problem.prices.reserved[g] * n * horizon for g, n in gpus.items()), gpus
 
 
-def _period_table(
+def _periods(
     problem: TimeProblem, sol: TimeSolution, names: list[str], fin: Finance
-) -> pd.DataFrame:
-    """One row per (block of months, demand slot): demand, GPUs per tier, in use, cost."""
+) -> tuple[PeriodPlan, ...]:
+    """One record per (block of months, demand slot): demand, GPUs per tier, in use, cost."""
     blocks = month_blocks(fin.horizon_months, fin.months_per_period)
     n_slots = len(problem.hours) // len(blocks)
-    rows = []
-    for p, hours in enumerate(problem.hours):
-        block = blocks[p // n_slots]
-        row = {
-            "months": f"{block[0] + 1}-{block[-1] + 1}" if len(block) > 1 else str(block[0] + 1),
-            "slot": p % n_slots + 1,
-            "hours": hours,
-        }
-        row.update({f"demand_{n}_req_s": problem.demand[w, p] for w, n in enumerate(names)})
-        for i, g in enumerate(sol.gpu_types):
-            used = sum(
-                problem.tp[c] * sol.replicas[c, p]
-                for c in range(len(problem.gpu))
-                if problem.gpu[c] == g
-            )
-            row[f"{g}_reserved"] = sol.reserved.get(g, 0)
-            row[f"{g}_owned"] = sol.owned.get(g, 0)
-            row[f"{g}_on_demand"] = int(round(sol.on_demand[i, p]))
-            row[f"{g}_spot"] = int(sol.spot_gpus[i, p])
-            row[f"{g}_in_use"] = int(used + sol.spot_gpus[i, p])
-        row["cost_usd"] = _period_cost(problem, sol, p)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return tuple(
+        PeriodPlan(
+            months=tuple(m + 1 for m in blocks[p // n_slots]),
+            slot=p % n_slots + 1,
+            hours=float(hours),
+            demand={n: float(problem.demand[w, p]) for w, n in enumerate(names)},
+            gpus={g: _tier_gpus(problem, sol, i, p) for i, g in enumerate(sol.gpu_types)},
+            cost_usd=float(_period_cost(problem, sol, p)),
+        )
+        for p, hours in enumerate(problem.hours)
+    )
+
+
+def _tier_gpus(problem: TimeProblem, sol: TimeSolution, i: int, p: int) -> TierGpus:
+    """GPUs of the solution's i-th type in period p, by tier, and those carrying replicas."""
+    g = sol.gpu_types[i]
+    used = sum(
+        problem.tp[c] * sol.replicas[c, p] for c in range(len(problem.gpu)) if problem.gpu[c] == g
+    )
+    return TierGpus(
+        reserved=sol.reserved.get(g, 0),
+        owned=sol.owned.get(g, 0),
+        on_demand=int(round(sol.on_demand[i, p])),
+        spot=int(sol.spot_gpus[i, p]),
+        in_use=int(used + sol.spot_gpus[i, p]),
+    )
 
 
 def _period_cost(problem: TimeProblem, sol: TimeSolution, p: int) -> float:
@@ -314,20 +326,20 @@ def _period_cost(problem: TimeProblem, sol: TimeSolution, p: int) -> float:
 
 
 def _tier_cost(problem: TimeProblem, sol: TimeSolution, periods: list[int]) -> dict[str, float]:
-    """Cost by tier over some periods."""
+    """Cost by tier (reserved, owned, on_demand, spot) over some periods."""
     pr = problem.prices
     hours = float(problem.hours[periods].sum())
     return {
-        "reserved_usd": sum(pr.reserved[g] * n for g, n in sol.reserved.items()) * hours,
-        "owned_usd": sum(pr.owned[g] * n for g, n in sol.owned.items()) * hours,
-        "on_demand_usd": float(
+        "reserved": sum(pr.reserved[g] * n for g, n in sol.reserved.items()) * hours,
+        "owned": sum(pr.owned[g] * n for g, n in sol.owned.items()) * hours,
+        "on_demand": float(
             sum(
                 pr.on_demand[g] * sol.on_demand[i, p] * problem.hours[p]
                 for i, g in enumerate(sol.gpu_types)
                 for p in periods
             )
         ),
-        "spot_usd": float(
+        "spot": float(
             sum(
                 pr.spot.get(g, 0) * sol.spot_gpus[i, p] * problem.hours[p]
                 for i, g in enumerate(sol.gpu_types)
@@ -337,34 +349,38 @@ def _tier_cost(problem: TimeProblem, sol: TimeSolution, periods: list[int]) -> d
     }
 
 
-def _monthly_table(
+def _months(
     problem: TimeProblem, sol: TimeSolution, plan: Plan, fin: Finance
-) -> pd.DataFrame:
-    """One row per month: demand, tokens, cost by tier (a block's cost split evenly over its
-    months), total and cost per 1K output tokens."""
+) -> tuple[MonthPlan, ...]:
+    """One record per month: demand, tokens, cost by tier (a block's cost split evenly over
+    its months), total and cost per 1K output tokens."""
     blocks = month_blocks(fin.horizon_months, fin.months_per_period)
     n_slots = len(problem.hours) // len(blocks)
     peaks = np.array([c.requests_per_second for c in plan.classes], float)
     out_len = np.array([c.output_tokens for c in plan.classes], float)
     level = problem.demand[:, :n_slots] / problem.demand[:, :n_slots].max(axis=1, keepdims=True)
     share = problem.hours[:n_slots] / problem.hours[:n_slots].sum()
-    rows = []
+    out = []
     for b, block in enumerate(blocks):
         costs = _tier_cost(problem, sol, list(range(b * n_slots, (b + 1) * n_slots)))
         for m in block:
             demand = peaks[:, None] * level * (1.0 + fin.growth_per_month) ** m
-            row = {
-                "month": m + 1,
-                "avg_requests_per_s": float((demand.sum(axis=0) * share).sum()),
-                "output_tokens": float(
-                    (out_len[:, None] * demand * share).sum() * HOURS_PER_MONTH * 3600
-                ),
-            }
-            row.update({k: v / len(block) for k, v in costs.items()})
-            row["total_usd"] = sum(costs.values()) / len(block)
-            row["cost_per_1k_output_tokens_usd"] = row["total_usd"] / row["output_tokens"] * 1e3
-            rows.append(row)
-    return pd.DataFrame(rows)
+            tokens = float((out_len[:, None] * demand * share).sum() * HOURS_PER_MONTH * 3600)
+            n, total = len(block), sum(costs.values()) / len(block)
+            out.append(
+                MonthPlan(
+                    month=m + 1,
+                    avg_requests_per_s=float((demand.sum(axis=0) * share).sum()),
+                    output_tokens=tokens,
+                    reserved_usd=costs["reserved"] / n,
+                    owned_usd=costs["owned"] / n,
+                    on_demand_usd=costs["on_demand"] / n,
+                    spot_usd=costs["spot"] / n,
+                    total_usd=total,
+                    cost_per_1k_output_tokens_usd=total / tokens * 1e3,
+                )
+            )
+    return tuple(out)
 
 
 def _time_notes(prices: TierPrices, gpus: dict[str, Gpu]) -> tuple[str, ...]:

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.planning.plan import Plan
+from planner.planning.plan import PeriodPlan, Plan, TimePlan
+from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 
 SIGNIFICANT_DIGITS = 10
@@ -162,7 +163,21 @@ def plan_dict(plan: Plan) -> dict:
     return out
 
 
-def time_plan_dict(tp) -> dict:
+def period_record(period: PeriodPlan) -> dict:
+    """One period as a flat record: months "4-6", demand_<class>_req_s, <gpu>_<tier>."""
+    out: dict[str, Any] = {
+        "months": months_label(period.months),
+        "slot": period.slot,
+        "hours": period.hours,
+    }
+    out.update({f"demand_{n}_req_s": v for n, v in period.demand.items()})
+    for g, gpus in period.gpus.items():
+        out.update({f"{g}_{tier}": n for tier, n in dataclasses.asdict(gpus).items()})
+    out["cost_usd"] = period.cost_usd
+    return out
+
+
+def time_plan_dict(tp: TimePlan) -> dict:
     """The plan over time as JSON: held GPUs, per-period fleet, months, comparisons."""
     sol = tp.solution
     return {
@@ -173,12 +188,12 @@ def time_plan_dict(tp) -> dict:
         "reserved_gpus": sol.reserved,
         "owned_gpus": sol.owned,
         "cost_per_1k_output_tokens_usd": tp.cost_per_1k_output_tokens_usd,
-        "all_on_demand_cost_usd": tp.all_on_demand.total_cost if tp.all_on_demand else None,
+        "all_on_demand_cost_usd": tp.all_on_demand_cost_usd,
         "all_reserved_for_peak_cost_usd": tp.all_reserved_cost,
         "all_reserved_for_peak_gpus": tp.all_reserved_gpus,
-        "periods": tp.periods.to_dict(orient="records"),
-        "monthly": tp.monthly.to_dict(orient="records"),
-        "prices": [p.__dict__ for p in tp.prices],
+        "periods": [period_record(p) for p in tp.periods],
+        "monthly": [dataclasses.asdict(m) for m in tp.monthly],
+        "prices": [dataclasses.asdict(p) for p in tp.prices],
         "notes": list(tp.notes),
     }
 

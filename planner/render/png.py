@@ -60,19 +60,11 @@ def frontier(plan: Plan, path: Path) -> Path:
                 va="top",
                 fontsize=8,
             )
-    for d in plan.fleet.deployments:
+    chosen = zip(plan.fleet.deployments, plan.deployment_cost_per_1k_output_tokens_usd, strict=True)
+    for d, cost in chosen:
         ax.scatter(
             [d.tpot_ms],
-            [
-                d.cost_per_hour_usd
-                / max(d.replicas, 1)
-                / (
-                    3600
-                    * max(d.capacity_requests_per_s / d.replicas, 1e-9)
-                    * plan.classes[0].output_tokens
-                )
-                * 1e3
-            ],
+            [cost],
             marker="*",
             s=200,
             color="black",
@@ -93,16 +85,13 @@ def demand_and_fleet(plan: Plan, path: Path) -> Path:
     """The hourly demand profile (first month) with the fleet's capacity by tier over it."""
     plt = _pyplot()
     tp = plan.over_time
-    peak = plan.total_requests_per_s
+    assert tp is not None
     hours = np.arange(len(tp.profile))
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    ax.step(hours, tp.profile * peak, where="post", label="demand (req/s)", color="black")
-    slot_of_hour = tp.slots.hour_slot
-    per_slot = tp.periods[tp.periods["months"] == tp.periods["months"].iloc[0]]
-    capacity = _slot_capacity(plan, per_slot)
+    ax.step(hours, tp.hourly_demand, where="post", label="demand (req/s)", color="black")
     ax.step(
         hours,
-        capacity[slot_of_hour],
+        tp.slot_capacity_requests_per_s[tp.slots.hour_slot],
         where="post",
         label="fleet capacity (req/s)",
         color="tab:blue",
@@ -114,22 +103,6 @@ def demand_and_fleet(plan: Plan, path: Path) -> Path:
     )
     ax.legend()
     return _save(fig, path)
-
-
-def _slot_capacity(plan: Plan, per_slot) -> np.ndarray:
-    """Requests/s the first block's fleet carries in each slot at planned utilisation
-    (capacity weighted by the class mix; spot replicas net of pre-emption)."""
-    tp = plan.over_time
-    problem, sol = tp.problem, tp.solution
-    weights = problem.demand[:, 0] / problem.demand[:, 0].sum()
-    per_replica = problem.capacity @ weights
-    keep = 1.0 - problem.preemption_overhead
-    return np.array(
-        [
-            float((sol.replicas[:, p] + keep * sol.spot_replicas[:, p]) @ per_replica)
-            for p in range(len(per_slot))
-        ]
-    )
 
 
 def break_even(

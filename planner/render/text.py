@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.planning.plan import Plan
+from planner.planning.plan import PeriodPlan, Plan, TimePlan
+from planner.render.labels import months_label
 from planner.schema.plan import FleetSummary
 from planner.units import HOURS_PER_MONTH
 
@@ -45,6 +46,10 @@ def _cell(v: Any) -> str:
             return f"{int(v):,}"
         return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}"
     return str(v)
+
+
+# a smaller saving of the GPU mix is rounding: the optimum is the single-GPU-type plan
+NO_SAVING_USD_PER_MONTH = 1e-3
 
 
 def money(v: float, digits: int = 2) -> str:
@@ -181,120 +186,140 @@ def render_plan(plan: Plan) -> str:
 
 
 def _comparison_lines(plan: Plan) -> list[str]:
-    f, out = plan.fleet, [""]
+    """The plan against the best single-GPU-type plan and the cheapest API."""
+    out = [""]
     if plan.single_gpu_best is not None:
-        s = plan.single_gpu_best
-        saving = s.total_cost_per_hour_usd - f.total_cost_per_hour_usd
-        out.append(
-            f"Best single-GPU-type plan: {s.total_gpus} x {plan.single_gpu_best_gpu}, "
-            f"{money(s.monthly_cost_usd, 0)}/month"
-            + (
-                f"; the mix saves {money(saving * HOURS_PER_MONTH, 0)}/month "
-                f"({saving / s.total_cost_per_hour_usd:.1%})"
-                if saving > 1e-6
-                else " (the optimum uses one GPU type)"
-            )
-        )
-    api = plan.cheapest_api
-    if api is None:
-        out.append(f"No API in the catalog serves {plan.model_id}.")
-    else:
-        factor = plan.average_demand_factor
-        monthly = api.monthly_cost_usd * factor
-        diff = monthly - f.monthly_cost_usd
-        verdict = (
-            f"self-hosting saves {money(diff, 0)}/month"
-            if diff > 0
-            else f"the API is cheaper by {money(-diff, 0)}/month"
-        )
-        basis = (
-            "at this demand around the clock"
-            if factor == 1.0
-            else f"at the profile's average demand ({factor:.0%} of the peak)"
-        )
-        out.append(
-            f"Cheapest API: {api.provider} {api.provider_model_id} "
-            f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
-            f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
-            "fleet sized for the peak"
-        )
+        out.append(_single_gpu_line(plan))
+    out.append(_api_line(plan))
     return out
 
 
-def render_time_plan(tp) -> str:
+def _single_gpu_line(plan: Plan) -> str:
+    """The best single-GPU-type plan and what the GPU mix saves against it."""
+    s, saving, share = plan.single_gpu_best, plan.mix_saving_monthly_usd, plan.mix_saving_fraction
+    assert s is not None
+    head = (
+        f"Best single-GPU-type plan: {s.total_gpus} x {plan.single_gpu_best_gpu}, "
+        f"{money(s.monthly_cost_usd, 0)}/month"
+    )
+    if saving is not None and share is not None and saving > NO_SAVING_USD_PER_MONTH:
+        return head + f"; the mix saves {money(saving, 0)}/month ({share:.1%})"
+    return head + " (the optimum uses one GPU type)"
+
+
+def _api_line(plan: Plan) -> str:
+    """The cheapest API at the average demand against the fleet sized for the peak."""
+    api, monthly, saving = (
+        plan.cheapest_api,
+        plan.cheapest_api_monthly_usd,
+        plan.api_saving_monthly_usd,
+    )
+    if api is None or monthly is None or saving is None:
+        return f"No API in the catalog serves {plan.model_id}."
+    verdict = (
+        f"self-hosting saves {money(saving, 0)}/month"
+        if saving > 0
+        else f"the API is cheaper by {money(-saving, 0)}/month"
+    )
+    factor = plan.average_demand_factor
+    basis = (
+        "at this demand around the clock"
+        if factor == 1.0
+        else f"at the profile's average demand ({factor:.0%} of the peak)"
+    )
+    return (
+        f"Cheapest API: {api.provider} {api.provider_model_id} "
+        f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
+        f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
+        "fleet sized for the peak"
+    )
+
+
+def render_time_plan(tp: TimePlan) -> str:
     """Terminal summary of the plan over time."""
+    lines = ["", _time_headline(tp), _period_table(tp), "", _month_table(tp), ""]
+    lines += _time_totals(tp)
+    lines += [f"Note: {n}" for n in tp.notes]
+    return "\n".join(lines)
+
+
+def _time_headline(tp: TimePlan) -> str:
+    """The horizon, the solver's status and the GPUs held for the whole horizon."""
     sol = tp.solution
     status = sol.status if sol.status == "optimal" else f"{sol.status}, gap {sol.gap:.1%}"
     held = ", ".join(f"{n} x {g} reserved" for g, n in sol.reserved.items() if n)
     held += "".join(f", {n} x {g} owned" for g, n in sol.owned.items() if n)
-    lines = [
-        "",
+    return (
         f"Plan over {tp.horizon_months} months [{status}]: "
-        f"{held or 'nothing reserved'}; the rest rented per period.",
-    ]
-    gpu_cols = [c[: -len("_in_use")] for c in tp.periods.columns if c.endswith("_in_use")]
-    rows = []
-    for _, r in tp.periods.iterrows():
-        mix = "; ".join(
-            f"{g}: {r[f'{g}_reserved'] + r[f'{g}_owned']}R+{r[f'{g}_on_demand']}OD"
-            f"+{r[f'{g}_spot']}S"
-            for g in gpu_cols
-            if r[f"{g}_in_use"] or r[f"{g}_reserved"]
-        )
-        demand = sum(r[c] for c in tp.periods.columns if c.startswith("demand_"))
-        rows.append(
-            (
-                r["months"],
-                int(r["slot"]),
-                f"{r['hours']:,.0f}",
-                f"{demand:.1f}",
-                mix,
-                money(r["cost_usd"], 0),
-            )
-        )
-    lines.append(
-        table(
-            ["months", "slot", "hours", "req/s", "GPUs (R reserved/owned, OD, S spot)", "cost"],
-            rows,
-            "lrrrlr",
-        )
+        f"{held or 'nothing reserved'}; the rest rented per period."
     )
-    m = tp.monthly
-    lines += [
-        "",
-        table(
-            ["month", "avg req/s", "reserved", "on-demand", "spot", "total", "$/1K out"],
-            [
-                (
-                    int(r.month),
-                    f"{r.avg_requests_per_s:.1f}",
-                    money(r.reserved_usd, 0),
-                    money(r.on_demand_usd, 0),
-                    money(r.spot_usd, 0),
-                    money(r.total_usd, 0),
-                    money(r.cost_per_1k_output_tokens_usd, 5),
-                )
-                for r in m.itertuples()
-            ],
-        ),
+
+
+def _gpu_mix(period: PeriodPlan) -> str:
+    """GPUs of a period per type: held (R), on demand (OD) and spot (S)."""
+    return "; ".join(
+        f"{g}: {n.held}R+{n.on_demand}OD+{n.spot}S"
+        for g, n in period.gpus.items()
+        if n.in_use or n.reserved
+    )
+
+
+def _period_table(tp: TimePlan) -> str:
+    """One row per (block of months, demand slot)."""
+    rows = [
+        (
+            months_label(p.months),
+            p.slot,
+            f"{p.hours:,.0f}",
+            f"{p.demand_requests_per_s:.1f}",
+            _gpu_mix(p),
+            money(p.cost_usd, 0),
+        )
+        for p in tp.periods
     ]
-    lines.append("")
-    lines.append(
+    headers = ["months", "slot", "hours", "req/s", "GPUs (R reserved/owned, OD, S spot)", "cost"]
+    return table(headers, rows, "lrrrlr")
+
+
+def _month_table(tp: TimePlan) -> str:
+    """One row per month: demand, cost by tier, total and $ per 1K output tokens."""
+    return table(
+        ["month", "avg req/s", "reserved", "on-demand", "spot", "total", "$/1K out"],
+        [
+            (
+                m.month,
+                f"{m.avg_requests_per_s:.1f}",
+                money(m.reserved_usd, 0),
+                money(m.on_demand_usd, 0),
+                money(m.spot_usd, 0),
+                money(m.total_usd, 0),
+                money(m.cost_per_1k_output_tokens_usd, 5),
+            )
+            for m in tp.monthly
+        ],
+    )
+
+
+def _time_totals(tp: TimePlan) -> list[str]:
+    """The horizon total beside all on-demand and all reserved for the peak."""
+    sol = tp.solution
+    lines = [
         f"Horizon total {money(sol.total_cost, 0)} "
         f"({money(tp.cost_per_1k_output_tokens_usd, 5)} per 1K output tokens)"
+    ]
+    od, saving, share = (
+        tp.all_on_demand_cost_usd,
+        tp.saving_vs_all_on_demand_usd,
+        tp.saving_vs_all_on_demand_fraction,
     )
-    if tp.all_on_demand is not None and tp.all_on_demand.status != "infeasible":
-        od = tp.all_on_demand.total_cost
+    if od is not None and saving is not None and share is not None:
         lines.append(
-            f"All on-demand: {money(od, 0)}; the mixed plan saves "
-            f"{money(od - sol.total_cost, 0)} ({(od - sol.total_cost) / od:.1%})"
+            f"All on-demand: {money(od, 0)}; the mixed plan saves {money(saving, 0)} ({share:.1%})"
         )
     if tp.all_reserved_cost is not None:
-        res = tp.all_reserved_cost
         gpus = ", ".join(f"{n} x {g}" for g, n in tp.all_reserved_gpus.items())
-        lines.append(f"All reserved for the peak ({gpus}): {money(res, 0)}")
-    lines += [f"Note: {n}" for n in tp.notes]
-    return "\n".join(lines)
+        lines.append(f"All reserved for the peak ({gpus}): {money(tp.all_reserved_cost, 0)}")
+    return lines
 
 
 def render_compare(plan: Plan, rows) -> str:
@@ -327,7 +352,7 @@ def render_compare(plan: Plan, rows) -> str:
                 f"{r.quote.output_usd_per_1m:g}",
                 f"{r.api_cost_per_request_usd:.6f}",
                 money(r.api_monthly_usd, 0),
-                "API cheaper" if r.api_monthly_usd < own else "self cheaper",
+                "API cheaper" if r.api_is_cheaper else "self cheaper",
                 "never in range"
                 if r.break_even_peak_requests_per_s is None
                 else f"{r.break_even_peak_requests_per_s:,.2f}",

@@ -66,7 +66,7 @@ Monthly (plan over time)
     chart of D:G by month at M2; frozen at B2.
 
 Periods (plan over time)
-    Row 1 header, one row per (block of months, demand slot) of `TimePlan.periods`:
+    Row 1 header, one row per `PeriodPlan` of `TimePlan.periods` (block of months, slot):
     A period, B months ("4-6"), C first month, D months in block, E slot, F share of the
     hours, G hours (=F*hours_per_month*D), then demand per class req/s, then per GPU type
     its reserved, owned, on-demand, spot and in-use GPUs, then reserved $, owned $,
@@ -105,8 +105,9 @@ Assumptions
     `price_<gpu>` (on demand; the fleet's own cell when the price is the same, else
     `price_on_demand_<gpu>`), `price_reserved_<gpu>`, `price_spot_<gpu>`,
     `price_owned_<gpu>` (one hourly figure: the Plan does not carry the scenario's
-    purchase, amortisation, power and hosting inputs), plus `growth` (per month, as the
-    monthly demand implies) and `average_demand_factor` (mean of the demand profile).
+    purchase, amortisation, power and hosting inputs), plus `growth` (the scenario's
+    growth per month, when the horizon has more than one month) and
+    `average_demand_factor` (mean of the demand profile).
     Editing a price, hours_per_month or growth there recomputes every cost; editing
     utilisation or demand does not re-plan (replica counts and latencies are the
     planner's, and so are the GPU counts over time).

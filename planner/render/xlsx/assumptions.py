@@ -5,12 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-import pandas as pd
 from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.planning.plan import Plan
+from planner.planning.plan import Plan, TimePlan
 from planner.render.xlsx.cells import clean, finite, header, put
 from planner.render.xlsx.names import (
     ASSUMPTION_COLUMNS,
@@ -122,28 +120,27 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], Names
         named[name] = idx
         names.gpu[gpu] = name
     if plan.over_time is not None:
-        _time_price_rows(plan.over_time, rows, named, names, taken)
+        _time_price_rows(plan.over_time, _fleet_prices(plan), rows, named, names, taken)
         _time_rows(plan, rows, named, names)
     return rows, named, names
 
 
-def _tier(tier: str) -> str:
-    """A PriceFact tier as the workbook names it: reserved_1y/reserved_3y -> reserved."""
-    return "reserved" if tier.startswith("reserved") else tier
-
-
 def _time_price_rows(
-    ot: Any, rows: list[list[Any]], named: dict[str, int], names: Names, taken: set[str]
+    ot: TimePlan,
+    fleet: dict[str, tuple[float, str]],
+    rows: list[list[Any]],
+    named: dict[str, int],
+    names: Names,
+    taken: set[str],
 ) -> None:
-    """One named row per tier price of the plan over time (`TimePlan.prices`)."""
+    """One named row per tier price of the plan over time (`TimePlan.prices`); an on-demand
+    price the fleet also pays at shares the fleet's named cell."""
     for fact in ot.prices:
-        tier, gpu, price = _tier(fact.tier), fact.gpu, float(fact.usd_per_gpu_hour)
+        tier, gpu, price = fact.plan_tier, fact.gpu, float(fact.usd_per_gpu_hour)
         idx, prefix = None, f"price_{tier}"
         if tier == "on_demand":
             own = names.gpu.get(gpu)
-            if own is not None and math.isclose(
-                float(rows[named[own]][3]), price, rel_tol=1e-12, abs_tol=0.0
-            ):
+            if own is not None and math.isclose(fleet[gpu][0], price, rel_tol=1e-12, abs_tol=0.0):
                 names.tier[tier, gpu] = own  # the very cell the Fleet sheet prices from
                 continue
             idx = _price_row(rows, gpu, price)
@@ -171,30 +168,19 @@ def _time_price_rows(
         names.tier[tier, gpu] = name
 
 
-def _growth(monthly: pd.DataFrame) -> float | None:
-    """Growth per month as the monthly demand implies it (the Plan carries no scenario)."""
-    avg = monthly["avg_requests_per_s"].to_numpy(float)
-    if len(avg) < 2 or not avg[0] > 0:
-        return None
-    raw = avg[1] / avg[0] - 1.0
-    months = np.arange(len(avg))
-    for growth in (round(raw, 10), raw):  # 0.05, not 0.050000000000000044, when it fits
-        if np.allclose(avg[0] * (1.0 + growth) ** months, avg, rtol=1e-9, atol=0.0):
-            return float(growth)
-    return None
-
-
 def _time_rows(plan: Plan, rows: list[list[Any]], named: dict[str, int], names: Names) -> None:
-    growth = _growth(plan.over_time.monthly)
-    if growth is not None:
+    """Named rows for growth (when a later month can grow) and the average demand factor."""
+    ot = plan.over_time
+    assert ot is not None
+    if len(ot.monthly) > 1:
         rows.append(
             [
                 "scenario",
                 "finance",
                 "growth per month",
-                growth,
+                ot.growth_per_month,
                 "fraction",
-                "scenario finance.growth_per_month (as the plan's monthly demand implies)",
+                "scenario finance.growth_per_month",
                 "scenario",
                 True,
             ]

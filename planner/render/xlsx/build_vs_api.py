@@ -46,7 +46,7 @@ def write_build_vs_api(
     fleet = plan.fleet
     mix = " + ".join(f"{d.replicas}x {d.gpu} TP{d.tp}" for d in fleet.deployments)
     summary = quote_sheetname(SUMMARY)
-    tok_out = sum(c.requests_per_second * c.output_tokens for c in plan.classes)
+    tok_out = plan.output_tokens_per_s
     self_row = [
         "self-hosted fleet (this plan)",
         mix or "(no deployments)",
@@ -76,7 +76,7 @@ def write_build_vs_api(
             f"=E{r}/({SECONDS_PER_HOUR:.0f}*{summary}!$B$10)*{TOKENS_PER_1K:.0f}"
             if tok_out > 0
             else None,
-            found.api_monthly_usd if found else q.monthly_cost_usd * plan.average_demand_factor,
+            found.api_monthly_usd if found else plan.api_monthly_usd(q),
             f"=F{r}-$F$2",
             q.source,
             q.as_of,

@@ -10,7 +10,8 @@ from openpyxl.utils import column_index_from_string as col_index
 from openpyxl.utils import get_column_letter, quote_sheetname
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.planning.plan import Plan
+from planner.planning.plan import TIERS, MonthPlan, PeriodPlan, Plan, TimePlan
+from planner.render.labels import months_label
 from planner.render.xlsx.cells import finite, header, put
 from planner.render.xlsx.names import HOURS_NAME, MONTHLY_COLUMNS, PERIODS, Names
 from planner.render.xlsx.styles import (
@@ -25,9 +26,9 @@ from planner.render.xlsx.styles import (
     fit_widths,
     show_axes,
 )
-from planner.units import HOURS_PER_MONTH, TOKENS_PER_1K
+from planner.units import TOKENS_PER_1K
 
-PERIOD_TIERS = ("reserved", "owned", "on_demand", "spot")
+PERIOD_TIERS = TIERS  # the plan's tiers, in column order
 TIER_LABELS = {"reserved": "reserved", "owned": "owned", "on_demand": "on-demand", "spot": "spot"}
 PERIOD_COUNTS = ("reserved", "owned", "on_demand", "spot", "in_use")
 
@@ -42,12 +43,6 @@ class PeriodRefs:
 
 
 # ---------------------------------------------------------------- Periods
-
-
-def _block(months: Any) -> tuple[int, int]:
-    """ "4-6" -> (4, 6); "7" -> (7, 7)."""
-    first, _, last = str(months).partition("-")
-    return int(first), int(last or first)
 
 
 def _tier_cost(tier: str, gpus: list[str], cols: dict, names: Names, r: int) -> Any:
@@ -87,37 +82,47 @@ def _period_headers(
     return headers, fmts, gpu_cols, cost_cols
 
 
+def _period_values(
+    period: PeriodPlan,
+    p: int,
+    gpus: list[str],
+    gpu_cols: dict[tuple[str, str], str],
+    names: Names,
+    cost_cols: dict[str, str],
+) -> list[Any]:
+    """The cells of one period's row: its numbers, and its $ per tier as live formulas."""
+    r = p + 2
+    first_cost, last_cost = cost_cols[PERIOD_TIERS[0]], cost_cols[PERIOD_TIERS[-1]]
+    return [
+        p + 1,
+        months_label(period.months),
+        period.months[0],
+        len(period.months),
+        period.slot,
+        period.share_of_hours,
+        f"=F{r}*{HOURS_NAME}*D{r}",
+        *period.demand.values(),
+        *(getattr(period.gpus[g], kind) for g in gpus for kind in PERIOD_COUNTS),
+        *(_tier_cost(tier, gpus, gpu_cols, names, r) for tier in PERIOD_TIERS),
+        f"=SUM({first_cost}{r}:{last_cost}{r})",
+        period.cost_usd,
+    ]
+
+
 def write_periods(ws: Worksheet, plan: Plan, names: Names) -> PeriodRefs:
     """One row per (block of months, demand slot): hours, demand, GPUs per tier, $ per tier."""
     ot = plan.over_time
-    table = ot.periods
+    assert ot is not None
     gpus = list(ot.solution.gpu_types)
-    classes = [c.name for c in plan.classes if f"demand_{c.name}_req_s" in table]
+    classes = list(ot.periods[0].demand) if ot.periods else []
     headers, fmts, gpu_cols, cost_cols = _period_headers(classes, gpus)
     header(ws, headers)
-    first_cost, last_cost = cost_cols[PERIOD_TIERS[0]], cost_cols[PERIOD_TIERS[-1]]
     blocks: dict[int, tuple[int, int]] = {}
-    for p, row in enumerate(table.to_dict("records")):
+    for p, period in enumerate(ot.periods):
         r = p + 2
-        first, last = _block(row["months"])
-        months = last - first + 1
-        values = [
-            p + 1,
-            str(row["months"]),
-            first,
-            months,
-            int(row["slot"]),
-            float(row["hours"]) / (HOURS_PER_MONTH * months),
-            f"=F{r}*{HOURS_NAME}*D{r}",
-            *(row[f"demand_{c}_req_s"] for c in classes),
-            *(row.get(f"{g}_{kind}", 0) for g in gpus for kind in PERIOD_COUNTS),
-            *(_tier_cost(tier, gpus, gpu_cols, names, r) for tier in PERIOD_TIERS),
-            f"=SUM({first_cost}{r}:{last_cost}{r})",
-            row["cost_usd"],
-        ]
-        for j, v in enumerate(values):
+        for j, v in enumerate(_period_values(period, p, gpus, gpu_cols, names, cost_cols)):
             put(ws, r, j + 1, v, fmts[j])
-        for m in range(first, last + 1):
+        for m in period.months:
             a, b = blocks.get(m, (r, r))
             blocks[m] = (min(a, r), max(b, r))
     ws.freeze_panes = "C2"
@@ -128,8 +133,11 @@ def write_periods(ws: Worksheet, plan: Plan, names: Names) -> PeriodRefs:
 # ---------------------------------------------------------------- Monthly
 
 
-def _monthly_row(r: int, row: dict, names: Names, refs: PeriodRefs, held: tuple[int, int]):
-    m = int(row["month"])
+def _monthly_row(
+    r: int, month: MonthPlan, names: Names, refs: PeriodRefs, held: tuple[int, int]
+) -> list[Any]:
+    """The cells of one month's row: tiers and totals as live formulas, planner figures."""
+    m = month.month
     periods = quote_sheetname(PERIODS)
     a, b = refs.blocks[m]
     h1, h2 = held
@@ -141,26 +149,27 @@ def _monthly_row(r: int, row: dict, names: Names, refs: PeriodRefs, held: tuple[
     grow = names.growth is not None and r > 2
     return [
         m,
-        f"=$B$2*(1+{names.growth})^(A{r}-1)" if grow else row["avg_requests_per_s"],
-        f"=$C$2*(1+{names.growth})^(A{r}-1)" if grow else row["output_tokens"],
+        f"=$B$2*(1+{names.growth})^(A{r}-1)" if grow else month.avg_requests_per_s,
+        f"=$C$2*(1+{names.growth})^(A{r}-1)" if grow else month.output_tokens,
         f"=SUMPRODUCT($B${h1}:$B${h2},$C${h1}:$C${h2})*{HOURS_NAME}",
         f"=SUMPRODUCT($D${h1}:$D${h2},$E${h1}:$E${h2})*{HOURS_NAME}",
         block("on_demand"),
         block("spot"),
         f"=SUM(D{r}:G{r})",
         f"=H{r}/C{r}*{TOKENS_PER_1K:.0f}",
-        row["total_usd"],
-        row["cost_per_1k_output_tokens_usd"],
+        month.total_usd,
+        month.cost_per_1k_output_tokens_usd,
     ]
 
 
-def _write_total(ws: Worksheet, ot: Any, total: int, fmts: list[str | None]) -> None:
+def _write_total(ws: Worksheet, ot: TimePlan, total: int, fmts: list[str | None]) -> None:
+    """The Total row: the months summed as live formulas, beside the planner's totals."""
     n = total - 2
     ws.cell(row=total, column=1, value="Total").font = BOLD
     for col in "CDEFGH":
         put(ws, total, col_index(col), f"=SUM({col}2:{col}{n + 1})", fmts[col_index(col) - 1])
     put(ws, total, 9, f"=H{total}/C{total}*{TOKENS_PER_1K:.0f}", MONEY_FINE)
-    put(ws, total, 10, float(ot.monthly["total_usd"].sum()), MONEY)
+    put(ws, total, 10, ot.monthly_total_usd, MONEY)
     put(ws, total, 11, ot.cost_per_1k_output_tokens_usd, MONEY_FINE)
     for cell in ws[total]:
         cell.font = BOLD
@@ -169,16 +178,16 @@ def _write_total(ws: Worksheet, ot: Any, total: int, fmts: list[str | None]) -> 
 def write_monthly(ws: Worksheet, plan: Plan, names: Names, refs: PeriodRefs) -> None:
     """Month by month cost by tier as live formulas, totals, comparisons, held GPUs, chart."""
     ot = plan.over_time
-    table = ot.monthly
+    assert ot is not None
     gpus = list(ot.solution.gpu_types)
     fmts = [fmt for _, fmt in MONTHLY_COLUMNS]
-    n = len(table)
+    n = len(ot.monthly)
     total = n + 2
     held_header = total + 8
     held = (held_header + 1, held_header + len(gpus))
     header(ws, [label for label, _ in MONTHLY_COLUMNS])
-    for i, row in enumerate(table.to_dict("records")):
-        for j, v in enumerate(_monthly_row(i + 2, row, names, refs, held)):
+    for i, month in enumerate(ot.monthly):
+        for j, v in enumerate(_monthly_row(i + 2, month, names, refs, held)):
             put(ws, i + 2, j + 1, v, fmts[j])
     _write_total(ws, ot, total, fmts)
     labels = _monthly_comparisons(ws, ot, total)
@@ -200,27 +209,25 @@ def write_monthly(ws: Worksheet, plan: Plan, names: Names, refs: PeriodRefs) -> 
     _monthly_chart(ws, n)
 
 
-def _monthly_comparisons(ws: Worksheet, ot: Any, total: int) -> list[tuple[int, str]]:
+def _monthly_comparisons(ws: Worksheet, ot: TimePlan, total: int) -> list[tuple[int, str]]:
     """All on-demand and all reserved (planner figures) beside this plan's live total."""
-    od = ot.all_on_demand
-    od_cost = finite(od.total_cost) if od is not None and od.status != "infeasible" else None
-    res_cost = finite(ot.all_reserved_cost)
     held = ", ".join(f"{n}x {g}" for g, n in ot.all_reserved_gpus.items()) or "none"
-    mixed = float(ot.solution.total_cost)
     rows = [
         (
             "all on-demand (no reserved, owned or spot), horizon $: planner figure "
             "at the planner's prices",
-            od_cost,
+            finite(ot.all_on_demand_cost_usd),
+            ot.saving_vs_all_on_demand_usd,
         ),
         (
             f"all reserved for the busiest period's peak ({held}), horizon $: planner "
             "figure at the planner's prices",
-            res_cost,
+            finite(ot.all_reserved_cost),
+            ot.saving_vs_all_reserved_usd,
         ),
     ]
     labels: list[tuple[int, str]] = []
-    for k, (label, cost) in enumerate(rows):
+    for k, (label, cost, saving) in enumerate(rows):
         r = total + 2 + 2 * k
         labels.append((r, label if cost is not None else f"{label} (n/a: no such plan)"))
         put(ws, r, 8, cost, MONEY)
@@ -228,11 +235,13 @@ def _monthly_comparisons(ws: Worksheet, ot: Any, total: int) -> list[tuple[int, 
         if cost is not None:
             put(ws, r + 1, 8, f"=H{r}-H{total}", MONEY)
             put(ws, r + 1, 9, f"=H{r + 1}/H{r}" if cost else None, PERCENT)
-            put(ws, r + 1, 10, cost - mixed, MONEY)
+            put(ws, r + 1, 10, saving, MONEY)
     return labels
 
 
-def _write_held(ws: Worksheet, ot: Any, names: Names, gpus: list[str], header_row: int) -> None:
+def _write_held(
+    ws: Worksheet, ot: TimePlan, names: Names, gpus: list[str], header_row: int
+) -> None:
     """GPUs held for the whole horizon (reserved, owned) with their named prices."""
     ws.cell(row=header_row - 1, column=1, value="held for the whole horizon").font = BOLD
     header(

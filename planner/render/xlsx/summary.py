@@ -62,12 +62,9 @@ def _summary_rows(
     last = 1 + n_cls
     rps, inp, out = (f"{c}2:{c}{last}" for c in "GHI")
     fleet, single, api = plan.fleet, plan.single_gpu_best, plan.cheapest_api
-    tok_in = sum(c.requests_per_second * c.input_tokens for c in plan.classes)
-    tok_out = sum(c.requests_per_second * c.output_tokens for c in plan.classes)
+    tok_in, tok_out = plan.input_tokens_per_s, plan.output_tokens_per_s
     single_h = single.total_cost_per_hour_usd if single else None
-    single_m = single_h * HOURS_PER_MONTH if single_h is not None else None
-    mix_saving = single_m - fleet.monthly_cost_usd if single_m is not None else None
-    api_m = api.monthly_cost_usd * plan.average_demand_factor if api else None
+    single_m = single.monthly_cost_usd if single else None
     f_ref = {k: ref(FLEET, v) for k, v in totals.items()}
     api_range = f"{ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}"
     return {
@@ -169,14 +166,14 @@ def _summary_rows(
         "mix_saving_monthly_usd": (
             "saving of the GPU mix",
             "=B18-B12" if single else None,
-            mix_saving,
+            plan.mix_saving_monthly_usd,
             MONEY,
             "$/month vs the single-GPU-type plan",
         ),
         "mix_saving_fraction": (
             "saving of the GPU mix, %",
             "=B19/B18" if single_m else None,
-            mix_saving / single_m if single_m else None,
+            plan.mix_saving_fraction,
             PERCENT,
             "",
         ),
@@ -192,7 +189,7 @@ def _summary_rows(
         "cheapest_api_monthly_cost_usd": (
             "cheapest API $/month",
             f"=MIN({api_range})" if api else None,
-            api_m,
+            plan.cheapest_api_monthly_usd,
             MONEY,
             "lowest $/month on the Build vs API sheet"
             + (" (API at average demand)" if plan.over_time is not None else ""),
@@ -200,7 +197,7 @@ def _summary_rows(
         "api_saving_monthly_usd": (
             "self-host saving vs cheapest API",
             "=B22-B12" if api else None,
-            api_m - fleet.monthly_cost_usd if api_m is not None else None,
+            plan.api_saving_monthly_usd,
             MONEY,
             "$/month; negative means the API is cheaper",
         ),
