@@ -1,4 +1,4 @@
-"""Shared fixtures: the real catalog, loaded once per session."""
+"""Shared fixtures: the real catalog, loaded once per session, and a known umask."""
 
 from __future__ import annotations
 
@@ -21,3 +21,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 @pytest.fixture(scope="session")
 def catalog():
     return load_catalog()
+
+
+@pytest.fixture
+def umask_022():
+    """Run the test under umask 022, restored after: a new file must then be 0644."""
+    old = os.umask(0o022)
+    try:
+        yield 0o644
+    finally:
+        os.umask(old)
