@@ -158,6 +158,17 @@ def test_default_output_is_the_catalog_and_is_not_overwritten(synthetic, catalog
     assert written.is_file()
 
 
+def test_calibrated_profile_gets_normal_permissions(synthetic, catalog_copy, umask_022):
+    """The profile written into catalogs/engines/ is 0666 less the umask, not mkstemp's 0600."""
+    import stat
+
+    args = ["--catalog", str(catalog_copy), "calibrate", *map(str, synthetic), *IDENTITY]
+    res = invoke(*args, "--id", "my-h100", "--params", "eta_mem", "--starts", "1")  # quick fit
+    assert res.exit_code == 0, res.output
+    written = catalog_copy / "engines" / "my-h100.yaml"
+    assert stat.S_IMODE(written.stat().st_mode) == umask_022
+
+
 def test_calibrate_to_stdout_writes_no_file(synthetic, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = invoke("calibrate", *map(str, synthetic), *IDENTITY, "--id", "mine", "-o", "-")

@@ -349,9 +349,19 @@ def test_unreplaceable_target_is_an_input_error(plan, analysis, tmp_path, monkey
 def test_replaces_an_existing_workbook(plan, analysis, tmp_path):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
+    target.chmod(0o640)
     write_workbook(plan, target, analysis)
     assert openpyxl.load_workbook(target).sheetnames[0] == "Summary"
+    assert target.stat().st_mode & 0o777 == 0o640  # the replaced file's mode is kept
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
+
+
+def test_a_new_workbook_gets_normal_permissions(plan, analysis, tmp_path, umask_022):
+    """0666 less the umask, as for any file; a replaced workbook keeps its mode (above)."""
+    import stat
+
+    target = write_workbook(plan, tmp_path / "plan.xlsx", analysis)
+    assert stat.S_IMODE(target.stat().st_mode) == umask_022
 
 
 def test_missing_folder_is_an_input_error(plan, tmp_path):
