@@ -1,11 +1,10 @@
-"""The Excel export: sheets, live formulas that reproduce the plan, speed, atomic writes."""
+"""The Excel export: sheets, live formulas that reproduce the plan, atomic writes."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-import time
 import zipfile
 from pathlib import Path
 
@@ -299,14 +298,13 @@ def test_two_classes(two_class_plan, tmp_path):
             assert fleet[f"R{i + 2}"].value == min(c.tpot_ms for c in served)
 
 
-def test_large_candidate_table_is_fast(plan, analysis, tmp_path):
+def test_large_candidate_table_is_written_whole(plan, analysis, tmp_path):
+    """20,000 candidate rows all reach the sheet, the chart keeps its cap; how fast they are
+    written is benchmarks/workbook_speed.py's to measure."""
     reps = -(-20_000 // len(plan.candidates))
     big = pd.concat([plan.candidates] * reps, ignore_index=True).iloc[:20_000]
     p = dataclasses.replace(plan, candidates=big)
-    start = time.perf_counter()
     path = write_workbook(p, tmp_path / "big.xlsx", analysis)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0, f"{elapsed:.2f} s for 20,000 candidate rows"
     wb = openpyxl.load_workbook(path, read_only=True)
     assert wb["Candidates"].max_row == 20_001  # the <dimension> element
     charted = wb["Charts"].max_row - export.CHART_TABLE_ROW - 1
@@ -719,13 +717,6 @@ def test_monthly_cost_chart(time_plan, time_written):
     refs = [s.val.numRef.f for s in chart.series]
     assert refs == [f"'Monthly'!${c}$2:${c}${n + 1}" for c in "DEFG"]
     assert [s.tx.strRef.f for s in chart.series] == [f"'Monthly'!{c}1" for c in "DEFG"]
-
-
-def test_time_plan_write_is_fast(time_plan, time_analysis, tmp_path):
-    start = time.perf_counter()
-    write_workbook(time_plan, tmp_path / "fast.xlsx", time_analysis)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0, f"{elapsed:.2f} s"
 
 
 def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
