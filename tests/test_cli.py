@@ -147,6 +147,7 @@ def test_catalog_listings():
         assert len(data[kind]) >= 7
 
 
+@pytest.mark.slow  # every shipped scenario planned, analysed, written and read back
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
 def test_every_shipped_scenario_solves(scenario, tmp_path):
     res = invoke("solve", str(scenario), "--json", "-o", str(tmp_path / "plan.xlsx"))
@@ -215,6 +216,7 @@ def check_workbook_against_json(path, plan):
         assert months, "a plan over time has live monthly formulas"
 
 
+@pytest.mark.slow  # plans chatbot twice through the command line
 def test_solve_json_is_byte_identical_across_runs(tmp_path):
     scenario = str(ROOT / "scenarios" / "chatbot.yaml")
     first = invoke("solve", scenario, "--json", "--no-export").output

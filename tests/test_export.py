@@ -117,6 +117,7 @@ def _fleet_total_row(ws) -> int:
     return next(r for r in range(2, ws.max_row + 1) if ws.cell(row=r, column=1).value == "Total")
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_sheets_in_order(written):
     wb = openpyxl.load_workbook(written)
     assert wb.sheetnames == [
@@ -138,6 +139,7 @@ def test_sheets_in_order(written):
             assert wb[name].freeze_panes is not None, name
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_fleet_costs_are_formulas_on_named_prices(plan, written):
     wb = openpyxl.load_workbook(written)
     ws = wb["Fleet"]
@@ -189,6 +191,7 @@ def test_formulas_reproduce_the_plan(plan, written):
         assert close(got[f"Build vs API!G{i + 3}"], q.cost_per_1k_output_tokens_usd)
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_planner_values_stand_beside_formulas(written):
     """Column C of Summary is the planner's number for every formula in column B."""
     got = read_back(written)
@@ -202,6 +205,7 @@ def test_planner_values_stand_beside_formulas(written):
     assert checked >= 12
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_editing_a_price_recomputes_costs(plan, written, tmp_path):
     wb = openpyxl.load_workbook(written)
     d = plan.fleet.deployments[0]
@@ -215,6 +219,7 @@ def test_editing_a_price_recomputes_costs(plan, written, tmp_path):
     assert close(got["monthly_cost_usd"], expect * 720)
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_candidates_table(plan, written):
     wb = openpyxl.load_workbook(written)
     ws = wb["Candidates"]
@@ -266,6 +271,7 @@ def test_non_finite_numbers_are_empty_cells(plan, analysis, tmp_path):
     assert fleet_ws["Q2"].value is None
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_assumptions_are_shaded_with_a_legend(plan, written):
     ws = openpyxl.load_workbook(written)["Assumptions"]
     assert ws["A1"].fill.fgColor.rgb.endswith("FFF2CC")
@@ -282,6 +288,7 @@ def test_assumptions_are_shaded_with_a_legend(plan, written):
         assert shaded == (row[7].value is True), [c.value for c in row]
 
 
+@pytest.mark.slow  # writes, re-evaluates and reloads the two-class workbook
 def test_two_classes(two_class_plan, tmp_path):
     p = two_class_plan
     path = write_workbook(p, tmp_path / "two.xlsx", BuildVsBuy([], None))
@@ -298,6 +305,7 @@ def test_two_classes(two_class_plan, tmp_path):
             assert fleet[f"R{i + 2}"].value == min(c.tpot_ms for c in served)
 
 
+@pytest.mark.slow  # writes and reads 20,000 candidate rows
 def test_large_candidate_table_is_written_whole(plan, analysis, tmp_path):
     """20,000 candidate rows all reach the sheet, the chart keeps its cap; how fast they are
     written is benchmarks/workbook_speed.py's to measure."""
@@ -344,6 +352,7 @@ def test_unreplaceable_target_is_an_input_error(plan, analysis, tmp_path, monkey
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_replaces_an_existing_workbook(plan, analysis, tmp_path):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
@@ -438,6 +447,7 @@ def test_minimal_hand_built_plan(tmp_path):
 # ---------------------------------------------------------------- break-even and charts
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_break_even_columns(plan, analysis, written):
     """The figures planning's compare() computed, written as they are."""
     ws = openpyxl.load_workbook(written)["Build vs API"]
@@ -460,6 +470,7 @@ def test_break_even_columns(plan, analysis, written):
                 assert ws[f"{col}{r}"].number_format in (export.RATE, export.COUNT)
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_a_failed_break_even_still_writes_the_workbook(plan, tmp_path, monkeypatch):
     from planner.errors import SolverError
     from planner.planning import breakeven as buildvsbuy
@@ -491,6 +502,7 @@ def _table(ws, first: int, columns: str) -> list[list]:
     return rows
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_frontier_chart_plots_sla_feasible_candidates(plan, written):
     wb = openpyxl.load_workbook(written)
     ws = wb["Charts"]
@@ -523,6 +535,7 @@ def test_frontier_chart_plots_sla_feasible_candidates(plan, written):
         assert rows == list(range(rows[0], rows[-1] + 1))
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_break_even_chart_data(plan, analysis, written):
     ws = openpyxl.load_workbook(written)["Charts"]
     first = export.CHART_TABLE_ROW + 2
@@ -541,6 +554,7 @@ def test_break_even_chart_data(plan, analysis, written):
     assert chart.x_axis.scaling.logBase == 10
 
 
+@pytest.mark.slow  # writes and reloads the two-class workbook again
 def test_two_class_frontiers(two_class_plan, tmp_path):
     path = write_workbook(two_class_plan, tmp_path / "two.xlsx", BuildVsBuy([], None))
     wb = openpyxl.load_workbook(path)
@@ -563,6 +577,7 @@ def _months(text) -> list[int]:
     return list(range(int(first), int(last or first) + 1))
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_time_plan_sheets_in_order(time_written):
     wb = openpyxl.load_workbook(time_written)
     assert wb.sheetnames == list(SHEETS)
@@ -571,6 +586,7 @@ def test_time_plan_sheets_in_order(time_written):
     assert wb["Monthly"]["D1"].font.bold
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     ot = time_plan.over_time
     got = read_back(time_written)
@@ -615,6 +631,7 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     assert any("GPU counts are as planned" in n for n in notes)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_periods_sheet(time_plan, time_written):
     ot = time_plan.over_time
     got = read_back(time_written)
@@ -633,6 +650,7 @@ def test_periods_sheet(time_plan, time_written):
                 assert ws[f"{col[f'{g} {kind}']}{r}"].value == row[key], (r, key)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written):
     wb = openpyxl.load_workbook(time_written)
     ot = time_plan.over_time
@@ -658,6 +676,7 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
     assert "growth" in wb["Assumptions"]["B2"].value
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_path):
     ot = time_plan.over_time
     sol = ot.solution
@@ -689,6 +708,7 @@ def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_
     assert close(got["total_cost_per_hour_usd"], expect_h)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_written):
     got = read_back(time_written)
     ws = openpyxl.load_workbook(time_written)["Build vs API"]
@@ -709,6 +729,7 @@ def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_wri
     assert close(got["api_saving_monthly_usd"], cheapest - time_plan.fleet.monthly_cost_usd)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_monthly_cost_chart(time_plan, time_written):
     ws = openpyxl.load_workbook(time_written)["Monthly"]
     (chart,) = ws._charts
@@ -719,6 +740,7 @@ def test_monthly_cost_chart(time_plan, time_written):
     assert [s.tx.strRef.f for s in chart.series] == [f"'Monthly'!{c}1" for c in "DEFG"]
 
 
+@pytest.mark.slow  # a 7-month plan over time
 def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
     """Owned tier prices are named and costed; a 7-month horizon ends in a 1-month block."""
     import yaml

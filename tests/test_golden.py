@@ -18,6 +18,8 @@ from planner.render.json import plan_dict, to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+# the plans that take over a second (the diurnal plan over time: 3-6 s) are slow
+SLOW = {"diurnal-chatbot", "mixed-traffic"}
 GOLDEN = Path(__file__).resolve().parent / "golden"
 REL_TOL = 1e-6
 
@@ -44,7 +46,11 @@ def differences(want: object, got: object, path: str = "") -> list[str]:
     return [f"{path}: golden {want!r}, now {got!r}"]
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW else p for p in SCENARIOS],
+    ids=lambda p: p.stem,
+)
 def test_shipped_scenario_plan_matches_its_golden_file(path: Path, catalog, unhurried) -> None:
     """Golden plans are optimal ones: solved under a generous limit, not the 5 s default that
     a loaded machine can hit before the diurnal plan over time closes."""

@@ -100,6 +100,7 @@ def problems(draw, max_classes: int = 2):
 
 
 @given(problems())
+@pytest.mark.slow  # 60 hypothesis examples, each checked by brute force
 def test_mip_matches_brute_force(problem):
     """Brute force enumerates up to 5 replicas per candidate. When the MIP's fleet lies in
     that box the two optima must be equal; when it uses more, it must be no dearer."""

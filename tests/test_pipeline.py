@@ -20,6 +20,7 @@ def _cost(args) -> float:
     return plan(scenario, catalog).fleet.total_cost_per_hour_usd
 
 
+@pytest.mark.slow  # the diurnal plan over time, twice
 def test_inputs_and_plan_pickle_and_plan_is_deterministic(catalog, unhurried):
     """Solved to optimality under a generous limit: a time-limited incumbent depends on the
     machine's speed, and would make two runs differ."""
@@ -32,6 +33,7 @@ def test_inputs_and_plan_pickle_and_plan_is_deterministic(catalog, unhurried):
     assert to_json(plan_dict(first)) == to_json(plan_dict(second)) == to_json(plan_dict(restored))
 
 
+@pytest.mark.slow  # worker processes import planner and plan afresh
 def test_a_what_if_sweep_fans_out_on_a_process_pool(catalog):
     scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
     sweep = [

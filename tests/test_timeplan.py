@@ -29,6 +29,7 @@ def diurnal(catalog, unhurried):
     return plan(unhurried(scenario), cat)
 
 
+@pytest.mark.slow  # the diurnal plan over time
 def test_mixed_plan_beats_all_on_demand_and_all_reserved(diurnal):
     tp = diurnal.over_time
     mixed = tp.solution.total_cost
@@ -42,6 +43,7 @@ def test_mixed_plan_beats_all_on_demand_and_all_reserved(diurnal):
     assert tp.monthly["total_usd"].sum() == pytest.approx(mixed, rel=1e-9)
 
 
+@pytest.mark.slow  # the diurnal plan over time
 def test_every_period_serves_its_demand(diurnal):
     tp = diurnal.over_time
     prob, sol = tp.problem, tp.solution

@@ -52,6 +52,7 @@ def test_a_missing_folder_is_an_input_error(tmp_path):
         write_text_atomic(tmp_path / "nowhere" / "x.yaml", "x")
 
 
+@pytest.mark.slow  # imports matplotlib and draws a chart twice
 def test_png_charts_get_normal_permissions_and_replace_keeping_the_mode(tmp_path, umask_022):
     """render.png saves through write_atomic: a new chart is 0644 here, a replaced one keeps
     its mode."""
