@@ -1,13 +1,15 @@
-"""Shared fixtures: the real catalog, loaded once per session."""
+"""Shared fixtures: the real catalog, a generous solver limit, a known umask."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 from planner.inputs.catalog import load_catalog
+from planner.schema.scenario import Scenario
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -18,6 +20,33 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+# a solve that must reach the optimum gets this limit: the diurnal plan over time needs about
+# 6 s to close on a loaded 2-core machine, past the 5 s default
+GENEROUS_TIME_LIMIT_S = 120.0
+
+
 @pytest.fixture(scope="session")
 def catalog():
     return load_catalog()
+
+
+@pytest.fixture(scope="session")
+def unhurried() -> Callable[[Scenario], Scenario]:
+    """Give a scenario a generous solver time limit, so a test that needs the optimum gets
+    it on any machine, however loaded."""
+
+    def apply(scenario: Scenario) -> Scenario:
+        solver = scenario.solver.model_copy(update={"time_limit_s": GENEROUS_TIME_LIMIT_S})
+        return scenario.model_copy(update={"solver": solver})
+
+    return apply
+
+
+@pytest.fixture
+def umask_022():
+    """Run the test under umask 022, restored after: a new file must then be 0644."""
+    old = os.umask(0o022)
+    try:
+        yield 0o644
+    finally:
+        os.umask(old)

@@ -103,6 +103,7 @@ def catalog_copy(tmp_path) -> Path:
     return target
 
 
+@pytest.mark.slow  # a multi-start fit of every constant
 def test_calibrate_recovers_the_constants_that_generated_the_results(synthetic, tmp_path):
     out = tmp_path / "vllm-h100.yaml"
     res = invoke("calibrate", *map(str, synthetic), *IDENTITY, "-o", str(out), "--json")
@@ -127,6 +128,7 @@ def test_calibrate_recovers_the_constants_that_generated_the_results(synthetic, 
     assert text.startswith("# vllm-h100: efficiency constants") and "--base vllm" in text
 
 
+@pytest.mark.slow  # a multi-start fit of every constant
 def test_calibrate_prints_constants_with_sigma_and_the_error_before_and_after(synthetic, tmp_path):
     res = invoke("calibrate", *map(str, synthetic), *IDENTITY, "-o", str(tmp_path / "x.yaml"))
     assert res.exit_code == 0, res.output
@@ -135,6 +137,7 @@ def test_calibrate_prints_constants_with_sigma_and_the_error_before_and_after(sy
     assert "eta_compute_prefill" in res.output and f"Wrote {tmp_path / 'x.yaml'}" in res.output
 
 
+@pytest.mark.slow  # three fits and a validation
 def test_default_output_is_the_catalog_and_is_not_overwritten(synthetic, catalog_copy):
     args = ["--catalog", str(catalog_copy), "calibrate", *map(str, synthetic), *IDENTITY]
     res = invoke(*args, "--id", "my-h100")
@@ -179,6 +182,18 @@ def test_without_a_user_folder_the_default_output_is_catalogs_in_the_working_fol
     assert load_catalog("mine").engine("vllm") != load_catalog().engine("vllm")
 
 
+def test_calibrated_profile_gets_normal_permissions(synthetic, catalog_copy, umask_022):
+    """The profile written into catalogs/engines/ is 0666 less the umask, not mkstemp's 0600."""
+    import stat
+
+    args = ["--catalog", str(catalog_copy), "calibrate", *map(str, synthetic), *IDENTITY]
+    res = invoke(*args, "--id", "my-h100", "--params", "eta_mem", "--starts", "1")  # quick fit
+    assert res.exit_code == 0, res.output
+    written = catalog_copy / "engines" / "my-h100.yaml"
+    assert stat.S_IMODE(written.stat().st_mode) == umask_022
+
+
+@pytest.mark.slow  # a multi-start fit of every constant
 def test_calibrate_to_stdout_writes_no_file(synthetic, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = invoke("calibrate", *map(str, synthetic), *IDENTITY, "--id", "mine", "-o", "-")

@@ -140,6 +140,7 @@ def test_batch_prefill_and_e2e_helpers(measurements, catalog):
     assert np.any(batched < 0.5 * single)
 
 
+@pytest.mark.slow  # a multi-start fit over every constant
 def test_round_trip_recovers_known_constants(measurements, catalog):
     base = cal.RECIPES["vllm"].base_profile()
     truth = base.default.model_copy(

@@ -147,6 +147,7 @@ def test_catalog_listings():
         assert len(data[kind]) >= 7
 
 
+@pytest.mark.slow  # every shipped scenario planned, analysed, written and read back
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
 def test_every_shipped_scenario_solves(scenario, tmp_path):
     res = invoke("solve", str(scenario), "--json", "-o", str(tmp_path / "plan.xlsx"))
@@ -215,6 +216,7 @@ def check_workbook_against_json(path, plan):
         assert months, "a plan over time has live monthly formulas"
 
 
+@pytest.mark.slow  # plans chatbot twice through the command line
 def test_solve_json_is_byte_identical_across_runs(tmp_path):
     scenario = str(ROOT / "scenarios" / "chatbot.yaml")
     first = invoke("solve", scenario, "--json", "--no-export").output
@@ -281,3 +283,33 @@ def test_model_import_without_a_user_folder_writes_catalogs_here(tmp_path, monke
     assert f"Wrote {written}" in res.output and "--catalog catalogs" in res.output
     assert not (DEFAULT_CATALOG_DIR / "models" / "my-qwen.yaml").exists()
     assert load_catalog("catalogs").model("my-qwen").params_total == 32_762_123_264
+
+
+def test_model_import_output_file_gets_normal_permissions(tmp_path, umask_022):
+    """-o FILE is written atomically, yet 0666 less the umask like any file, not 0600."""
+    import stat
+
+    config = ROOT / "tests" / "fixtures" / "hf_configs" / "qwen3-32b.json"
+    target = tmp_path / "my-qwen.yaml"
+    res = invoke("model", "import", str(config), "--id", "my-qwen", "-o", str(target))
+    assert res.exit_code == 0, res.output
+    assert stat.S_IMODE(target.stat().st_mode) == umask_022
+    target.chmod(0o600)
+    again = invoke("model", "import", str(config), "-o", str(target), "--force")
+    assert again.exit_code == 0, again.output
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600  # a replaced file keeps its mode
+
+
+@pytest.mark.slow
+def test_solve_plot_writes_charts_and_workbook_with_normal_permissions(tmp_path, umask_022):
+    """End to end: `--plot` PNGs and the workbook are 0666 less the umask, not 0600."""
+    import stat
+
+    book = tmp_path / "plan.xlsx"
+    res = invoke("solve", str(ROOT / "scenarios" / "chatbot.yaml"), "-o", str(book), "--plot")
+    assert res.exit_code == 0, res.output
+    charts = sorted(tmp_path.glob("plan-*.png"))
+    assert [c.name for c in charts] == ["plan-break-even.png", "plan-frontier.png"]
+    for path in (book, *charts):
+        assert path.read_bytes()[:4] in (b"PK\x03\x04", b"\x89PNG"), path
+        assert stat.S_IMODE(path.stat().st_mode) == umask_022, path

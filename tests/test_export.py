@@ -1,11 +1,10 @@
-"""The Excel export: sheets, live formulas that reproduce the plan, speed, atomic writes."""
+"""The Excel export: sheets, live formulas that reproduce the plan, atomic writes."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
-import time
 import zipfile
 from pathlib import Path
 
@@ -118,6 +117,7 @@ def _fleet_total_row(ws) -> int:
     return next(r for r in range(2, ws.max_row + 1) if ws.cell(row=r, column=1).value == "Total")
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_sheets_in_order(written):
     wb = openpyxl.load_workbook(written)
     assert wb.sheetnames == [
@@ -139,6 +139,7 @@ def test_sheets_in_order(written):
             assert wb[name].freeze_panes is not None, name
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_fleet_costs_are_formulas_on_named_prices(plan, written):
     wb = openpyxl.load_workbook(written)
     ws = wb["Fleet"]
@@ -190,6 +191,7 @@ def test_formulas_reproduce_the_plan(plan, written):
         assert close(got[f"Build vs API!G{i + 3}"], q.cost_per_1k_output_tokens_usd)
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_planner_values_stand_beside_formulas(written):
     """Column C of Summary is the planner's number for every formula in column B."""
     got = read_back(written)
@@ -203,6 +205,7 @@ def test_planner_values_stand_beside_formulas(written):
     assert checked >= 12
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_editing_a_price_recomputes_costs(plan, written, tmp_path):
     wb = openpyxl.load_workbook(written)
     d = plan.fleet.deployments[0]
@@ -216,6 +219,7 @@ def test_editing_a_price_recomputes_costs(plan, written, tmp_path):
     assert close(got["monthly_cost_usd"], expect * 720)
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_candidates_table(plan, written):
     wb = openpyxl.load_workbook(written)
     ws = wb["Candidates"]
@@ -267,6 +271,7 @@ def test_non_finite_numbers_are_empty_cells(plan, analysis, tmp_path):
     assert fleet_ws["Q2"].value is None
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_assumptions_are_shaded_with_a_legend(plan, written):
     ws = openpyxl.load_workbook(written)["Assumptions"]
     assert ws["A1"].fill.fgColor.rgb.endswith("FFF2CC")
@@ -283,6 +288,7 @@ def test_assumptions_are_shaded_with_a_legend(plan, written):
         assert shaded == (row[7].value is True), [c.value for c in row]
 
 
+@pytest.mark.slow  # writes, re-evaluates and reloads the two-class workbook
 def test_two_classes(two_class_plan, tmp_path):
     p = two_class_plan
     path = write_workbook(p, tmp_path / "two.xlsx", BuildVsBuy([], None))
@@ -299,14 +305,14 @@ def test_two_classes(two_class_plan, tmp_path):
             assert fleet[f"R{i + 2}"].value == min(c.tpot_ms for c in served)
 
 
-def test_large_candidate_table_is_fast(plan, analysis, tmp_path):
+@pytest.mark.slow  # writes and reads 20,000 candidate rows
+def test_large_candidate_table_is_written_whole(plan, analysis, tmp_path):
+    """20,000 candidate rows all reach the sheet, the chart keeps its cap; how fast they are
+    written is benchmarks/workbook_speed.py's to measure."""
     reps = -(-20_000 // len(plan.candidates))
     big = pd.concat([plan.candidates] * reps, ignore_index=True).iloc[:20_000]
     p = dataclasses.replace(plan, candidates=big)
-    start = time.perf_counter()
     path = write_workbook(p, tmp_path / "big.xlsx", analysis)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0, f"{elapsed:.2f} s for 20,000 candidate rows"
     wb = openpyxl.load_workbook(path, read_only=True)
     assert wb["Candidates"].max_row == 20_001  # the <dimension> element
     charted = wb["Charts"].max_row - export.CHART_TABLE_ROW - 1
@@ -346,12 +352,23 @@ def test_unreplaceable_target_is_an_input_error(plan, analysis, tmp_path, monkey
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_replaces_an_existing_workbook(plan, analysis, tmp_path):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
+    target.chmod(0o640)
     write_workbook(plan, target, analysis)
     assert openpyxl.load_workbook(target).sheetnames[0] == "Summary"
+    assert target.stat().st_mode & 0o777 == 0o640  # the replaced file's mode is kept
     assert sorted(os.listdir(tmp_path)) == ["plan.xlsx"]
+
+
+def test_a_new_workbook_gets_normal_permissions(plan, analysis, tmp_path, umask_022):
+    """0666 less the umask, as for any file; a replaced workbook keeps its mode (above)."""
+    import stat
+
+    target = write_workbook(plan, tmp_path / "plan.xlsx", analysis)
+    assert stat.S_IMODE(target.stat().st_mode) == umask_022
 
 
 def test_missing_folder_is_an_input_error(plan, tmp_path):
@@ -430,6 +447,7 @@ def test_minimal_hand_built_plan(tmp_path):
 # ---------------------------------------------------------------- break-even and charts
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_break_even_columns(plan, analysis, written):
     """The figures planning's compare() computed, written as they are."""
     ws = openpyxl.load_workbook(written)["Build vs API"]
@@ -452,6 +470,7 @@ def test_break_even_columns(plan, analysis, written):
                 assert ws[f"{col}{r}"].number_format in (export.RATE, export.COUNT)
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_a_failed_break_even_still_writes_the_workbook(plan, tmp_path, monkeypatch):
     from planner.errors import SolverError
     from planner.planning import breakeven as buildvsbuy
@@ -483,6 +502,7 @@ def _table(ws, first: int, columns: str) -> list[list]:
     return rows
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_frontier_chart_plots_sla_feasible_candidates(plan, written):
     wb = openpyxl.load_workbook(written)
     ws = wb["Charts"]
@@ -515,6 +535,7 @@ def test_frontier_chart_plots_sla_feasible_candidates(plan, written):
         assert rows == list(range(rows[0], rows[-1] + 1))
 
 
+@pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
 def test_break_even_chart_data(plan, analysis, written):
     ws = openpyxl.load_workbook(written)["Charts"]
     first = export.CHART_TABLE_ROW + 2
@@ -533,6 +554,7 @@ def test_break_even_chart_data(plan, analysis, written):
     assert chart.x_axis.scaling.logBase == 10
 
 
+@pytest.mark.slow  # writes and reloads the two-class workbook again
 def test_two_class_frontiers(two_class_plan, tmp_path):
     path = write_workbook(two_class_plan, tmp_path / "two.xlsx", BuildVsBuy([], None))
     wb = openpyxl.load_workbook(path)
@@ -550,6 +572,7 @@ def _ident(gpu: str) -> str:
     return gpu.replace("-", "_")
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_time_plan_sheets_in_order(time_written):
     wb = openpyxl.load_workbook(time_written)
     assert wb.sheetnames == list(SHEETS)
@@ -558,6 +581,7 @@ def test_time_plan_sheets_in_order(time_written):
     assert wb["Monthly"]["D1"].font.bold
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     ot = time_plan.over_time
     got = read_back(time_written)
@@ -602,6 +626,7 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     assert any("GPU counts are as planned" in n for n in notes)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_periods_sheet(time_plan, time_written):
     ot = time_plan.over_time
     got = read_back(time_written)
@@ -623,6 +648,7 @@ def test_periods_sheet(time_plan, time_written):
                 assert ws[f"{col[f'{g} {kind}']}{r}"].value == count, (r, g, kind)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written):
     wb = openpyxl.load_workbook(time_written)
     ot = time_plan.over_time
@@ -648,6 +674,7 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
     assert "growth" in wb["Assumptions"]["B2"].value
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_path):
     ot = time_plan.over_time
     sol = ot.solution
@@ -677,6 +704,7 @@ def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_
     assert close(got["total_cost_per_hour_usd"], expect_h)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_written):
     got = read_back(time_written)
     ws = openpyxl.load_workbook(time_written)["Build vs API"]
@@ -697,6 +725,7 @@ def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_wri
     assert close(got["api_saving_monthly_usd"], cheapest - time_plan.fleet.monthly_cost_usd)
 
 
+@pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_monthly_cost_chart(time_plan, time_written):
     ws = openpyxl.load_workbook(time_written)["Monthly"]
     (chart,) = ws._charts
@@ -707,13 +736,7 @@ def test_monthly_cost_chart(time_plan, time_written):
     assert [s.tx.strRef.f for s in chart.series] == [f"'Monthly'!{c}1" for c in "DEFG"]
 
 
-def test_time_plan_write_is_fast(time_plan, time_analysis, tmp_path):
-    start = time.perf_counter()
-    write_workbook(time_plan, tmp_path / "fast.xlsx", time_analysis)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 2.0, f"{elapsed:.2f} s"
-
-
+@pytest.mark.slow  # a 7-month plan over time
 def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
     """Owned tier prices are named and costed; a 7-month horizon ends in a 1-month block."""
     import yaml

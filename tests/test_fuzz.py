@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +20,9 @@ from planner.errors import PlannerError
 from planner.inputs.scenarios import load_scenario
 from planner.planning.pipeline import plan
 from planner.units import HOURS_PER_MONTH
+
+# 2,450 generated documents, each planned: a minute or more (-m "not slow" leaves them out)
+pytestmark = pytest.mark.slow
 
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
 MODELS = ["llama-3.1-8b", "qwen2.5-7b", "mixtral-8x7b", "llama-3.1-70b"]

@@ -10,6 +10,9 @@ from planner.errors import InfeasibleError
 from planner.planning.pipeline import plan
 from planner.schema.scenario import Scenario
 
+# 5 properties x 12 generated scenarios, each planned two or three times
+pytestmark = pytest.mark.slow
+
 GPUS = ["h100-sxm", "l40s", "a100-80gb", "h200", "rtx-4090"]
 meta = settings(
     max_examples=12, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)

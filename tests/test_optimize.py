@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from planner.fleet import solver
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.fleet.synthetic import synthetic_problem
@@ -99,6 +100,7 @@ def problems(draw, max_classes: int = 2):
 
 
 @given(problems())
+@pytest.mark.slow  # 60 hypothesis examples, each checked by brute force
 def test_mip_matches_brute_force(problem):
     """Brute force enumerates up to 5 replicas per candidate. When the MIP's fleet lies in
     that box the two optima must be equal; when it uses more, it must be no dearer."""
@@ -176,20 +178,46 @@ def test_highs_backend_agrees_with_cbc():
     assert cbc.cost_per_hour == pytest.approx(highs.cost_per_hour)
 
 
-def _hard_instance() -> FleetProblem:
-    """900 candidates x 5 classes: CBC cannot close it in a second (solve_scaling.py)."""
-    return synthetic_problem(30, 5, 30)
+def _stop_cbc_after_the_root(monkeypatch, search: bool) -> None:
+    """Make the solver door's CBC stop after the root node (maxNodes 0), with its root
+    heuristics and cuts (`search`) or without them, under a generous 120 s time limit."""
+    real = solver._backend
+
+    def node_limited(options: SolverOptions):
+        cbc = real(options)
+        cbc.optionsDict["maxNodes"] = 0
+        if not search:
+            cbc.options = [*cbc.options, "heuristicsOnOff off", "cuts off"]
+        return cbc
+
+    monkeypatch.setattr(solver, "_backend", node_limited)
 
 
-def test_time_limit_returns_the_best_plan_with_its_gap():
-    sol = solve_fleet(_hard_instance(), SolverOptions("cbc", 0.3))
+# 36 candidates x 3 classes: CBC's root node leaves a gap of about 2% (needs branching)
+EARLY_STOP = synthetic_problem(6, 3, 6)
+
+
+def test_time_limit_returns_the_best_plan_with_its_gap(monkeypatch):
+    """A solve stopped before it proves optimality returns its incumbent as time_limit, with
+    the LP bound and the gap. The stop is CBC's node limit, not the clock: CBC reports it as
+    "Stopped on iterations - objective value" where a time limit gives "Stopped on time -
+    objective value", the same status PuLP and the door map. A wall-clock limit (0.3 s) gave
+    an incumbent, none or the optimum depending on the machine and its load; a node limit
+    gives the same result everywhere."""
+    _stop_cbc_after_the_root(monkeypatch, search=True)
+    sol = solve_fleet(EARLY_STOP, SolverOptions("cbc", 120))
     assert sol.status == "time_limit"
     assert 0 < sol.gap < 1 and sol.lower_bound < sol.cost_per_hour
 
 
-def test_no_plan_within_the_time_limit_is_a_solver_error():
+def test_no_plan_within_the_time_limit_is_a_solver_error(monkeypatch):
+    """A solve stopped before any incumbent is a SolverError (exit 3). Deterministic as above:
+    CBC stops after the root with no heuristics or cuts, so it holds only the fractional LP
+    optimum ("Stopped on iterations (no integer solution ...)"), exactly what a too-short
+    time limit leaves, whereas 0.01 s of wall clock is a race with the machine's speed."""
     from planner.errors import SolverError
 
+    _stop_cbc_after_the_root(monkeypatch, search=False)
     with pytest.raises(SolverError, match="without any feasible fleet") as err:
-        solve_fleet(_hard_instance(), SolverOptions("cbc", 0.01))
+        solve_fleet(EARLY_STOP, SolverOptions("cbc", 120))
     assert err.value.exit_code == 3

@@ -164,6 +164,7 @@ def test_infeasible_exits_1_on_the_command_line(tmp_path):
     assert res.exit_code == 1 and "error: SLA" in res.output and "Traceback" not in res.output
 
 
+@pytest.mark.slow  # plans three shipped scenarios
 def test_plan_meets_demand_and_sla_by_its_own_numbers(tmp_path, catalog):
     root = Path(__file__).resolve().parent.parent / "scenarios"
     for name in ("chatbot", "mixed-traffic", "agent"):

@@ -24,11 +24,13 @@ OPTIONS = SolverOptions(time_limit_s=60)
 
 
 @pytest.fixture(scope="module")
-def diurnal(catalog):
+def diurnal(catalog, unhurried):
+    """The diurnal plan, solved to optimality (a generous limit: the default 5 s is not)."""
     scenario, cat = load_scenario(ROOT / "scenarios" / "diurnal-chatbot.yaml", catalog)
-    return plan(scenario, cat)
+    return plan(unhurried(scenario), cat)
 
 
+@pytest.mark.slow  # the diurnal plan over time
 def test_mixed_plan_beats_all_on_demand_and_all_reserved(diurnal):
     tp = diurnal.over_time
     mixed = tp.solution.total_cost
@@ -67,6 +69,7 @@ def test_a_block_of_months_is_labelled_once_for_every_renderer():
     assert months_label((7,)) == "7"
 
 
+@pytest.mark.slow  # the diurnal plan over time
 def test_every_period_serves_its_demand(diurnal):
     tp = diurnal.over_time
     prob, sol = tp.problem, tp.solution

@@ -30,11 +30,14 @@ SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 TIMEOUT_S = 120
 REL = 1e-6  # LibreOffice stores 15 significant digits; the planner's figures are floats
 
-pytestmark = pytest.mark.skipif(
-    SOFFICE is None,
-    reason="LibreOffice is not installed (no soffice on PATH); .ci/run installs "
-    "libreoffice-calc-nogui",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        SOFFICE is None,
+        reason="LibreOffice is not installed (no soffice on PATH); .ci/run installs "
+        "libreoffice-calc-nogui",
+    ),
+    pytest.mark.slow,  # LibreOffice starts twice: 20 s and more
+]
 
 # Recalculate on load even when a file carries cached values (LibreOffice's default for
 # .xlsx is to trust them); openpyxl's files carry none, so this is belt and braces.

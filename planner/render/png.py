@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from planner.errors import InputError
 from planner.planning.plan import Plan
+from planner.writing import write_atomic
 
 
 def _pyplot():
@@ -24,21 +24,11 @@ def _pyplot():
 
 
 def _save(fig, path: Path) -> Path:
-    """Write the figure atomically: a temporary file in the same folder, renamed into place."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
+    """Write the figure atomically, with the mode a plain open() would give (planner.writing)."""
     try:
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+        return write_atomic(path, partial(fig.savefig, dpi=120, bbox_inches="tight"), ".png")
     finally:
         fig.clf()
-    return path
 
 
 def frontier(plan: Plan, path: Path) -> Path:

@@ -31,6 +31,7 @@ from planner.render.xlsx.names import (
     SUMMARY,
 )
 from planner.render.xlsx.summary import write_summary
+from planner.writing import file_mode
 
 
 def write_workbook(
@@ -49,7 +50,7 @@ def write_workbook(
     target = Path(path)
     folder = target.parent
     _check_target(target, folder)
-    mode = _file_mode(target)
+    mode = file_mode(target)  # keeps an existing file's mode; new: 0666 less the umask
     try:
         # closed by the `with handle:` below; kept on disk for os.replace
         handle = tempfile.NamedTemporaryFile(  # noqa: SIM115
@@ -98,16 +99,6 @@ def _check_target(target: Path, folder: Path) -> None:
         raise InputError(f"cannot write {target}: it is a folder; give a file name ending .xlsx")
     if target.suffix.lower() != ".xlsx":
         raise InputError(f"cannot write {target}: an Excel workbook needs the .xlsx extension")
-
-
-def _file_mode(target: Path) -> int:
-    """Keep an existing file's permissions; a new one gets 0666 less the umask."""
-    try:
-        return target.stat().st_mode & 0o777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
 
 
 def _write_xlsx(plan: Plan, handle, analysis: Analysis) -> None:
