@@ -136,9 +136,12 @@ def _write_plots(result, analysis, workbook: Path) -> list[Path]:
         out.append(plots.demand_and_fleet(result, Path(f"{stem}-demand.png")))
     if analysis.curves is not None:
         best = result.api_quotes[0]
+        volume, own, api = analysis.curves
         out.append(
             plots.break_even(
-                *analysis.curves,
+                volume,
+                own,
+                api,
                 f"{best.provider} {best.provider_model_id}",
                 result.total_requests_per_s,
                 Path(f"{stem}-break-even.png"),
@@ -203,8 +206,11 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
         if plot_path is None:
             target.parent.mkdir(parents=True, exist_ok=True)
         best = rows[0].quote
+        volume, own, api = analysis.curves
         chart = plots.break_even(
-            *analysis.curves,
+            volume,
+            own,
+            api,
             f"{best.provider} {best.provider_model_id}",
             result.total_requests_per_s,
             target,

@@ -38,7 +38,7 @@ def _formatted(spec: str, values: pd.Series, mask: np.ndarray) -> np.ndarray:
 
 def _joined(*parts: np.ndarray | str) -> np.ndarray:
     """Element-wise concatenation of string arrays and literals."""
-    return reduce(np.char.add, parts)
+    return reduce(np.char.add, [np.asarray(p) for p in parts])
 
 
 def sla_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> pd.Series:

@@ -135,7 +135,7 @@ def _attention_peak(gpu: Gpu, dtype: str) -> float:
     format: the GPU's bf16 or fp16 peak, else the GEMM dtype's."""
     for attn in ("bf16", "fp16"):
         if attn in gpu.dense_tflops:
-            return gpu.dense_tflops[attn]  # type: ignore[index]
+            return gpu.dense_tflops[attn]
     return gpu.dense_tflops[dtype]  # type: ignore[index]
 
 

@@ -194,10 +194,14 @@ def defined_name(prefix: str, ident: str, taken: set[str]) -> str:
 
 
 def add_name(wb: Workbook, name: str, sheet: str, coord: str) -> None:
-    col, row = re.match(r"([A-Z]+)(\d+)$", coord).groups()
-    wb.defined_names[name] = DefinedName(name, attr_text=f"{quote_sheetname(sheet)}!${col}${row}")
+    """Define `name` as the absolute reference to one cell."""
+    wb.defined_names[name] = DefinedName(name, attr_text=ref(sheet, coord))
 
 
 def ref(sheet: str, coord: str) -> str:
-    col, row = re.match(r"([A-Z]+)(\d+)$", coord).groups()
+    """The absolute reference to one cell, e.g. 'Summary'!$B$2."""
+    found = re.match(r"([A-Z]+)(\d+)$", coord)
+    if found is None:
+        raise ValueError(f"not a cell coordinate: {coord!r}")
+    col, row = found.groups()
     return f"{quote_sheetname(sheet)}!${col}${row}"
