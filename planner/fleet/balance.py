@@ -21,7 +21,7 @@ def balance_load(
     busiest = pulp.LpVariable("max_utilisation", 0)
     n_classes = problem.capacity.shape[1]
     load = {
-        (int(c), int(w)): pulp.LpVariable(f"x_{c}_{w}", 0)
+        (int(c), int(w)): pulp.LpVariable(f"x_load_c{c}_w{w}", 0)
         for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True)
         if replicas[c] > 0
     }

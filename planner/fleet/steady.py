@@ -106,13 +106,15 @@ def build_lp(problem: FleetProblem, integer: bool = True) -> tuple[pulp.LpProble
     """The PuLP model with named constraints: demand_<w>, capacity_<c>, inventory_<gpu>."""
     lp = pulp.LpProblem("fleet", pulp.LpMinimize)
     cat = pulp.LpInteger if integer else pulp.LpContinuous
+    # PuLP passes variables to the solver sorted by name, and equal-cost ties fall by that
+    # order: the n_/x_ prefixes keep the column order the golden plans were solved in
     replicas = [
-        pulp.LpVariable(f"n_{c}", lowBound=0, upBound=_replica_bound(problem, c), cat=cat)
+        pulp.LpVariable(f"n_replicas_c{c}", lowBound=0, upBound=_replica_bound(problem, c), cat=cat)
         for c in range(problem.n_candidates)
     ]
     load: dict[tuple[int, int], pulp.LpVariable] = {}
     for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True):
-        load[int(c), int(w)] = pulp.LpVariable(f"x_{c}_{w}", lowBound=0)
+        load[int(c), int(w)] = pulp.LpVariable(f"x_load_c{c}_w{w}", lowBound=0)
     cost = pulp.lpSum(float(k) * v for k, v in zip(problem.cost_per_hour, replicas, strict=True))
     gpus = pulp.lpSum(t * v for t, v in zip(problem.tp, replicas, strict=True))
     lp += cost + TIE_BREAK_PER_GPU * gpus
