@@ -186,9 +186,25 @@ def test_allreduce_hand_computed():
 
 def test_serving_rate_and_tpot_with_prefill():
     """B=16, O=200, step 20 ms, prefill 100 ms: R = 16/(200*0.02 + 16*0.1) = 2.857 req/s;
-    TPOT = 20 ms + 16*100 ms/200 = 28 ms."""
+    TPOT = 20 ms + 15 other prefills * 100 ms / 199 decode steps = 27.538 ms (a request's own
+    prefill is in its TTFT, as benchmarks count TPOT = (latency - TTFT) / (O - 1))."""
     assert rf.serving_rate(16, 200, 0.02, 0.1) == pytest.approx(16 / 5.6)
-    assert rf.tpot_with_prefill(0.02, 16, 200, 0.1) == pytest.approx(0.028)
+    assert rf.tpot_with_prefill(0.02, 16, 200, 0.1) == pytest.approx(0.02 + 1.5 / 199)
+
+
+def test_batch1_tpot_is_the_decode_step(catalog):
+    """Issue #10: Llama-3.1-8B on H100, batch 1, 8000 in / 64 out: TPOT was 11.2 ms against a
+    7.5 ms decode step (its own prefill counted); now TPOT equals the decode step exactly."""
+    row = run(
+        catalog.model("llama-3.1-8b"),
+        [catalog.gpu("h100-sxm")],
+        [catalog.quant("bf16")],
+        shape=(8000, 64),
+        catalog=catalog,
+    ).iloc[0]
+    assert row.tpot_ms == pytest.approx(row.tpot_step_ms, rel=1e-12)
+    assert row.prefill_ms > 100  # the prefill is real, and it is in TTFT, not TPOT
+    assert row.ttft_unloaded_ms > row.prefill_ms
 
 
 def test_mdc_wait_one_server_matches_md1():
