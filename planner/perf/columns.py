@@ -82,7 +82,7 @@ GRID_COLUMNS = _stage(
         ("eff_kv_budget_of_free", "bool", FLOAT, "engine: mem_util of free memory"),
         ("eff_activations_in_budget", "bool", FLOAT, "engine: activations inside mem_util"),
         ("eff_prefill_chunk_tokens", "tokens", FLOAT, "engine: tokens per chunked-prefill pass"),
-        ("batch", "sequences", INT, "concurrent sequences per replica (max concurrency)"),
+        ("batch", "sequences", INT, "sequences per replica: the engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT, "which request shape of the grid spec"),
         ("input_len", "tokens", INT, "prompt tokens per request"),
         ("output_len", "tokens", INT, "generated tokens per request"),
