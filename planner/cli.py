@@ -228,7 +228,21 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
 @click.option("--gpu", required=True, help="GPU id, e.g. h100-sxm.")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree.")
 @click.option("--quant", default="bf16", show_default=True, help="Quantization id.")
-@click.option("--batch", type=int, default=1, show_default=True, help="Concurrent sequences.")
+@click.option(
+    "--batch",
+    type=int,
+    default=None,
+    help="The engine's max_num_seqs: most sequences it runs at once (default: the engine "
+    "profile's; without --concurrency or --rate, 1 sequence at --utilization load).",
+)
+@click.option(
+    "--concurrency",
+    type=int,
+    default=None,
+    help="Closed loop: C clients, each sending its next request when the last finishes "
+    "(vllm bench serve --max-concurrency C).",
+)
+@click.option("--rate", type=float, default=None, help="Open loop: Poisson arrivals, requests/s.")
 @click.option("--input-len", type=int, default=1024, show_default=True, help="Prompt tokens.")
 @click.option("--output-len", type=int, default=256, show_default=True, help="Output tokens.")
 @click.option(
@@ -256,6 +270,8 @@ def estimate(
     tp,
     quant,
     batch,
+    concurrency,
+    rate,
     input_len,
     output_len,
     kv_dtype,
@@ -267,8 +283,8 @@ def estimate(
 ) -> None:
     """Estimate TPOT, TTFT, throughput, memory and cost of one deployment.
 
-    Example: planner estimate --model llama-3.1-70b --gpu h100-sxm --tp 4 --quant fp8
-    --batch 32 --input-len 2048 --output-len 256
+    Example: planner estimate --model llama-3.3-70b --gpu h100-sxm --tp 2 --quant fp8
+    --concurrency 25 --input-len 5000 --output-len 500 --engine trtllm
     """
     from planner.planning.estimate import EstimateRequest
     from planner.planning.estimate import estimate as run
@@ -280,7 +296,9 @@ def estimate(
         gpu=gpu,
         tp=tp,
         quant=quant,
-        batch=batch,
+        batch=batch if batch is not None or concurrency or rate else 1,
+        concurrency=concurrency,
+        rate=rate,
         input_len=input_len,
         output_len=output_len,
         kv_dtype=kv_dtype,

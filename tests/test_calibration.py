@@ -310,6 +310,12 @@ def test_identifiable_counts_values_and_constants(catalog):
 
 def test_sglang_profile_is_the_vllm_fit_and_says_so(catalog):
     sglang, vllm = catalog.engine("sglang"), catalog.engine("vllm")
-    assert sglang.default == vllm.default and sglang.families == vllm.families
+    from planner.calibration.fit import FIT_PARAMS
+
+    fitted = {k: getattr(sglang.default, k) for k in FIT_PARAMS}
+    assert fitted == {k: getattr(vllm.default, k) for k in FIT_PARAMS}
+    assert sglang.families == vllm.families
+    # the memory budget is SGLang's own (mem_fraction_static: weights + KV, of total)
+    assert not sglang.default.activations_in_budget and vllm.default.activations_in_budget
     assert "No public SGLang measurements" in sglang.source
     assert vllm.as_of in sglang.source and "planner calibrate" in sglang.source

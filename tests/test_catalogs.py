@@ -278,5 +278,9 @@ def test_catalog_is_frozen_and_picklable(tmp_path: Path) -> None:
 
 
 def test_sglang_placeholder_follows_the_vllm_fit(catalog):
-    """No public SGLang rows: its profile must be the vllm fit, not a stale copy of it."""
-    assert catalog.engines["sglang"].default == catalog.engines["vllm"].default
+    """No SGLang fit yet: its fitted constants must be the vllm fit's, not a stale copy; its
+    memory budget is SGLang's own (mem_fraction_static of total for weights + KV)."""
+    from planner.calibration.fit import FIT_PARAMS
+
+    sglang, vllm = catalog.engines["sglang"].default, catalog.engines["vllm"].default
+    assert {k: getattr(sglang, k) for k in FIT_PARAMS} == {k: getattr(vllm, k) for k in FIT_PARAMS}

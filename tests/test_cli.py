@@ -313,3 +313,55 @@ def test_solve_plot_writes_charts_and_workbook_with_normal_permissions(tmp_path,
     for path in (book, *charts):
         assert path.read_bytes()[:4] in (b"PK\x03\x04", b"\x89PNG"), path
         assert stat.S_IMODE(path.stat().st_mode) == umask_022, path
+
+
+NIM = ("--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "2", "--quant", "fp8")
+NIM_SHAPE = ("--input-len", "5000", "--output-len", "500", "--engine", "trtllm", "--json")
+
+
+def test_estimate_concurrency_is_a_closed_loop():
+    """Issue #10: --concurrency 1 is one request at a time, no queue: TTFT is the prefill
+    (NIM measured 407 ms; the old --batch 1 at 80% load said 21,864 ms). Beyond what memory
+    holds, requests wait for a slot: (C - b) / R is in their TTFT."""
+    one = json.loads(invoke("estimate", *NIM, "--concurrency", "1", *NIM_SHAPE).output)
+    assert one["load"] == {
+        "kind": "concurrency",
+        "concurrency": 1,
+        "batch_in_flight": 1,
+        "max_num_seqs": 256,
+    }
+    assert one["gpus"] == 2
+    assert one["ttft_ms"] == pytest.approx(one["ttft_unloaded_ms"], rel=1e-9)
+    assert 200 < one["ttft_ms"] < 800
+    assert one["tpot_ms"] == pytest.approx(one["tpot_step_ms"], rel=1e-12)
+    held = one["max_batch"]
+    over = json.loads(invoke("estimate", *NIM, "--concurrency", str(held + 50), *NIM_SHAPE).output)
+    assert over["load"]["batch_in_flight"] == held
+    rate = over["requests_per_s"]
+    assert over["ttft_ms"] >= over["ttft_unloaded_ms"] + 50 / rate * 1e3
+    capped = json.loads(
+        invoke("estimate", *NIM, "--concurrency", "64", "--batch", "16", *NIM_SHAPE).output
+    )
+    assert capped["load"]["batch_in_flight"] == 16  # --batch is max_num_seqs
+
+
+def test_estimate_rate_is_an_open_loop():
+    """--rate R: Poisson arrivals; throughput is R x O, the batch in flight from Little's
+    law; a rate beyond capacity is refused (exit 2)."""
+    low = json.loads(invoke("estimate", *NIM, "--rate", "0.2", *NIM_SHAPE).output)
+    assert low["load"]["kind"] == "rate" and low["load"]["rate"] == 0.2
+    assert low["throughput_tok_s"] == pytest.approx(0.2 * 500)
+    assert low["ttft_ms"] > low["ttft_unloaded_ms"]
+    res = CliRunner().invoke(cli, ["estimate", *NIM, "--rate", "1000", *NIM_SHAPE], obj={})
+    assert res.exit_code == 2 and "capacity" in res.output
+
+
+def test_context_window_is_checked():
+    """A 200K prompt on a 131K model is refused with exit 2, naming the window."""
+    res = CliRunner().invoke(
+        cli,
+        ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--input-len", "200000"],
+        obj={},
+    )
+    assert res.exit_code == 2
+    assert "context window of llama-3.1-8b (131072 tokens)" in res.output

@@ -148,19 +148,43 @@ def test_moe_small_batch_reads_fewer_bytes_than_large(catalog):
 
 
 def test_memory_fit_llama_70b_bf16(catalog):
-    """141.1 GB of bf16 weights: no fit on one or two 80 GB GPUs (72 GB usable), fits on 4."""
+    """141.1 GB of bf16 weights on H100 SXM, which holds 81,559 MiB = 85.52e9 B (nvidia-smi),
+    vLLM budget 0.9 of it = 76.97 GB: no fit on one GPU, a small KV pool on two (76.97 -
+    70.55 - workspace), fits on 4. The usable memory is exactly 0.9 x 81,559 MiB."""
     model, gpu, bf16 = (
         catalog.model("llama-3.1-70b"),
         catalog.gpu("h100-sxm"),
         [catalog.quant("bf16")],
     )
+    assert gpu.memory_bytes == 81559 * 2**20
     weights = (70553706496) * 2 / 1e9
-    for tp, fits in ((2, False), (4, True)):
+    for tp, fits in ((1, False), (2, True), (4, True)):
         row = run(model, [gpu], bf16, tp=tp, catalog=catalog).iloc[0]
         assert row.weights_per_gpu_gb == pytest.approx(weights / tp, rel=1e-12)
         assert bool(row.fits) is fits
     row = run(model, [gpu], bf16, tp=4, catalog=catalog).iloc[0]
-    assert row.memory_usable_gb == pytest.approx(72.0)
+    assert row.memory_usable_gb == pytest.approx(0.9 * 81559 * 2**20 / 1e9)
+
+
+def test_kv_pool_per_engine_budget(catalog):
+    """Llama-3.3-70B fp8 on 2x H100 SXM, 5000 in / 500 out (the NIM sweep of issue #10).
+    Per GPU: weights W = (70.55e9 - 2 x 1.05e9 embeddings) x 1 B + 2.10e9 x 2 B, / 2;
+    FP8 KV per token 2 x 80 layers x 8 heads x 128 x 1 B / 2 GPUs = 81,920 B; in flight
+    I + O/2 = 5250 tokens = 430.1 MB a sequence. TensorRT-LLM (0.9 of the memory free after
+    weights and workspace A): floor((0.9 (M - W - A)) / (430.1 MB + logits)).
+    NIM (TensorRT-LLM) held ~85 sequences; the old model (decimal GB, 2 GB reserve, full
+    I+O, 0.9 of total) said 36."""
+    model, gpu, fp8 = catalog.model("llama-3.3-70b"), catalog.gpu("h100-sxm"), catalog.quant("fp8")
+    spec = GridSpec(gpus=[gpu], quants=[fp8], tps=[2], batches=[1], shapes=[(5000, 500)])
+    grid, _ = build_grid(model, spec, catalog.engine("trtllm"))
+    row = evaluate(model, grid).iloc[0]
+    assert row.kv_dtype == "fp8"  # the engine's default for an FP8 ModelOpt checkpoint
+    w = row.weights_per_gpu_gb * 1e9
+    workspace = row.activations_per_gpu_gb * 1e9 - model.vocab_size * 4.0 / 2
+    per_seq = 5250 * 2 * 80 * 8 * 128 / 2 + model.vocab_size * 4.0 / 2
+    expected = np.floor(0.9 * (81559 * 2**20 - w - workspace) / per_seq)
+    assert row.max_batch == expected
+    assert 80 <= row.max_batch <= 110
 
 
 def test_tp_splits_kv_by_min_of_tp_and_kv_heads(catalog):
@@ -186,9 +210,25 @@ def test_allreduce_hand_computed():
 
 def test_serving_rate_and_tpot_with_prefill():
     """B=16, O=200, step 20 ms, prefill 100 ms: R = 16/(200*0.02 + 16*0.1) = 2.857 req/s;
-    TPOT = 20 ms + 16*100 ms/200 = 28 ms."""
+    TPOT = 20 ms + 15 other prefills * 100 ms / 199 decode steps = 27.538 ms (a request's own
+    prefill is in its TTFT, as benchmarks count TPOT = (latency - TTFT) / (O - 1))."""
     assert rf.serving_rate(16, 200, 0.02, 0.1) == pytest.approx(16 / 5.6)
-    assert rf.tpot_with_prefill(0.02, 16, 200, 0.1) == pytest.approx(0.028)
+    assert rf.tpot_with_prefill(0.02, 16, 200, 0.1) == pytest.approx(0.02 + 1.5 / 199)
+
+
+def test_batch1_tpot_is_the_decode_step(catalog):
+    """Issue #10: Llama-3.1-8B on H100, batch 1, 8000 in / 64 out: TPOT was 11.2 ms against a
+    7.5 ms decode step (its own prefill counted); now TPOT equals the decode step exactly."""
+    row = run(
+        catalog.model("llama-3.1-8b"),
+        [catalog.gpu("h100-sxm")],
+        [catalog.quant("bf16")],
+        shape=(8000, 64),
+        catalog=catalog,
+    ).iloc[0]
+    assert row.tpot_ms == pytest.approx(row.tpot_step_ms, rel=1e-12)
+    assert row.prefill_ms > 100  # the prefill is real, and it is in TTFT, not TPOT
+    assert row.ttft_unloaded_ms > row.prefill_ms
 
 
 def test_mdc_wait_one_server_matches_md1():

@@ -186,14 +186,16 @@ def test_plan_meets_demand_and_sla_by_its_own_numbers(tmp_path, catalog):
             assert sum(d.gpus for d in result.fleet.deployments if d.gpu == gpu) <= avail
 
 
-def test_mixed_traffic_mix_beats_every_single_gpu_type(catalog):
+def test_mixed_traffic_fleet_is_no_dearer_than_any_single_gpu_type(catalog):
     root = Path(__file__).resolve().parent.parent / "scenarios"
     scenario, cat = load_scenario(root / "mixed-traffic.yaml", catalog)
     result = plan(scenario, cat)
-    assert len({d.gpu for d in result.fleet.deployments}) >= 2
     single = result.single_gpu_best
     assert single is not None
-    assert result.fleet.total_cost_per_hour_usd < single.total_cost_per_hour_usd - 0.01
+    # Since TPOT no longer charges a request its own prefill (issue #10), RTX 4090s at batch 2
+    # meet the short class's TPOT SLA, and one GPU type is the cheapest fleet: the mix can
+    # only tie the best single type now, never lose to it.
+    assert result.fleet.total_cost_per_hour_usd <= single.total_cost_per_hour_usd + 0.01
 
 
 def test_input_error_is_a_planner_error():

@@ -11,6 +11,9 @@ from planner.schema.engine import Efficiency, EngineProfile
 def _round_eff(eff: Efficiency) -> dict:
     out = {}
     for name, value in eff.model_dump().items():
+        if isinstance(value, bool | int):
+            out[name] = value
+            continue
         digits = 3 if name.startswith("eta") or name == "mem_util" else 2
         out[name] = round(float(value), digits)
     return out
@@ -24,6 +27,8 @@ def profile_document(profile: EngineProfile) -> dict:
         "source": profile.source,
         "as_of": profile.as_of,
         "notes": profile.notes,
+        "max_num_seqs": profile.max_num_seqs,
+        "fp8_kv_with_fp8_checkpoint": profile.fp8_kv_with_fp8_checkpoint,
         "default": _round_eff(profile.default),
         "families": {k: _round_eff(v) for k, v in sorted(profile.families.items())},
     }

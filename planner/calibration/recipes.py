@@ -32,8 +32,24 @@ BASE_EFFICIENCY = Efficiency(
     step_overhead_ms=1.5,
     prefill_overhead_ms=5.0,
     mem_util=0.9,
-    runtime_reserve_gb=2.0,
+    runtime_reserve_gb=0.0,
 )
+
+# How each engine budgets memory (not fitted; the engines' documented defaults):
+# vLLM gpu_memory_utilization 0.9 of total memory, weights and the profiled activation peak
+# inside it; TensorRT-LLM kv_cache_free_gpu_mem_fraction 0.9 of the memory free after the
+# weights and activations; SGLang mem_fraction_static of total for weights + KV pool with
+# activations outside it (0.88 is an assumption: SGLang derives it from the GPU's memory).
+# No reserve on top of the engine's own headroom. TensorRT-LLM runs FP8/FP4 ModelOpt
+# checkpoints with an FP8 KV cache (kv_cache_quant_algo FP8 in hf_quant_config.json).
+ENGINE_MEMORY: dict[str, dict] = {
+    "vllm": {"mem_util": 0.9, "kv_budget_of_free": False, "activations_in_budget": True},
+    "trtllm": {"mem_util": 0.9, "kv_budget_of_free": True, "activations_in_budget": False},
+    "sglang": {"mem_util": 0.88, "kv_budget_of_free": False, "activations_in_budget": False},
+}
+ENGINE_SETTINGS: dict[str, dict] = {
+    "trtllm": {"fp8_kv_with_fp8_checkpoint": True},
+}
 
 
 @dataclass(frozen=True)
@@ -53,8 +69,15 @@ class Recipe:
     caveats: str = ""  # appended to the profile's notes
 
     def base_profile(self, source: str = "to be fitted", as_of: str = "unfitted") -> EngineProfile:
+        """The unfitted profile: BASE_EFFICIENCY with this engine's memory budget."""
+        base = BASE_EFFICIENCY.model_copy(update=ENGINE_MEMORY.get(self.id, {}))
         return EngineProfile(
-            id=self.id, name=self.name, source=source, as_of=as_of, default=BASE_EFFICIENCY
+            id=self.id,
+            name=self.name,
+            source=source,
+            as_of=as_of,
+            default=base,
+            **ENGINE_SETTINGS.get(self.id, {}),
         )
 
 
@@ -263,7 +286,11 @@ def describe_fit(
             notes.append(f"{fam}: no override ({fam_rep.get('rows', 0)} rows).")
     notes.append(
         f"Not fitted: eta_kv {profile.default.eta_kv}, mem_util {profile.default.mem_util}, "
-        f"runtime_reserve_gb {profile.default.runtime_reserve_gb} (pre-calibration values)."
+        f"runtime_reserve_gb {profile.default.runtime_reserve_gb}, kv_budget_of_free "
+        f"{profile.default.kv_budget_of_free}, activations_in_budget "
+        f"{profile.default.activations_in_budget}, prefill_chunk_tokens "
+        f"{profile.default.prefill_chunk_tokens} (the engine's documented memory budget "
+        f"and chunk, see calibration.recipes.ENGINE_MEMORY)."
     )
     if recipe.caveats:
         notes.append(recipe.caveats)

@@ -34,6 +34,7 @@ IDEAL = Efficiency(
     prefill_overhead_ms=0.0,
     mem_util=1.0,
     runtime_reserve_gb=0.0,
+    activations_in_budget=True,
 )
 
 
@@ -115,7 +116,7 @@ def deployment_rows(
         eff = IDEAL if ideal or engine is None else engine.for_family(gpu.family)
         price = spec.prices.get(gpu.id)
         for quant in spec.quants:
-            kvs = list(spec.kv_dtypes) or [quant.default_kv_dtype]
+            kvs = list(spec.kv_dtypes) or [default_kv_dtype(quant, engine, ideal)]
             for tp in spec.tps:
                 for kv in kvs:
                     key = {"gpu": gpu.id, "tp": tp, "quant": quant.id, "kv_dtype": kv}
@@ -128,6 +129,14 @@ def deployment_rows(
                         continue
                     ok.append(_resolved_row(key, gpu, quant, dtype, eff, price))
     return ok, rejected
+
+
+def default_kv_dtype(quant: Quant, engine: EngineProfile | None, ideal: bool = False) -> str:
+    """The KV dtype used when none is asked for: the engine's rule for the checkpoint
+    (TensorRT-LLM runs FP8 ModelOpt checkpoints with an FP8 KV cache), else the quant's."""
+    if engine is None or ideal:
+        return quant.default_kv_dtype
+    return engine.default_kv_dtype(quant.id, quant.default_kv_dtype, quant.kv_dtypes)
 
 
 def _attention_peak(gpu: Gpu, dtype: str) -> float:
@@ -146,7 +155,7 @@ def _resolved_row(
         **key,
         "compute_dtype": dtype,
         "bandwidth_bytes_per_s": gpu.hbm_bandwidth_gb_per_s * 1e9,
-        "memory_bytes": gpu.memory_gb * 1e9,
+        "memory_bytes": gpu.memory_bytes,
         "peak_flops": gpu.dense_tflops[dtype] * 1e12,  # type: ignore[index]
         "peak_flops_attention": _attention_peak(gpu, dtype) * 1e12,
         "link_bytes_per_s": gpu.scaleup_link_gb_per_s * 1e9,

@@ -65,7 +65,27 @@ def flops_prefill_per_request(model: Model, input_len: np.ndarray) -> np.ndarray
     )
 
 
+def kv_pool_bytes(
+    df: pd.DataFrame, weights: np.ndarray, workspace: np.ndarray, reserve: np.ndarray
+) -> np.ndarray:
+    """KV-cache pool per GPU as each engine sizes it from the device's memory M:
+
+    * vLLM: gpu_memory_utilization u of the total, minus weights and profiled activations:
+      u M - W - A (`activations_in_budget`);
+    * SGLang: mem_fraction_static u of the total holds weights and KV: u M - W;
+    * TensorRT-LLM: kv_cache_free_gpu_mem_fraction u of what is free after weights and
+      activations: u (M - W - A) (`kv_budget_of_free`).
+    """
+    m, u = _col(df, "memory_bytes"), _col(df, "eff_mem_util")
+    in_budget = _col(df, "eff_activations_in_budget")
+    of_free = _col(df, "eff_kv_budget_of_free") > 0.5
+    of_total = u * m - weights - in_budget * workspace - reserve
+    return np.where(of_free, u * (m - weights - workspace - reserve), of_total)
+
+
 def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
+    """Weights, activations and the KV pool per GPU; a paged KV cache holds what is in flight,
+    I + O/2 tokens per sequence on average, so the batch that fits is pool / that."""
     tp, batch = _col(df, "tp"), _col(df, "batch")
     i_len, o_len = _col(df, "input_len"), _col(df, "output_len")
     kv_b = df["kv_dtype"].map(KV_BYTES).to_numpy(dtype=float)
@@ -76,22 +96,24 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
         )
         / tp
     )
-    kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len, kv_b) / split
-    act = mem.bytes_activations_per_gpu(model, i_len, batch, tp)
+    kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len / 2.0, kv_b) / split
+    chunk = _col(df, "eff_prefill_chunk_tokens")
+    act = mem.bytes_activations_per_gpu(model, i_len, batch, tp, chunk)
+    workspace = mem.bytes_activations_per_gpu(model, i_len, 0 * batch, tp, chunk)
     reserve = _col(df, "eff_runtime_reserve_gb") * GB
-    usable = _col(df, "memory_bytes") * _col(df, "eff_mem_util")
-    total = weights + batch * kv_seq + act + reserve
+    pool = kv_pool_bytes(df, weights, workspace, reserve)
     per_seq = kv_seq + model.vocab_size * mem.LOGIT_BYTES / tp
-    free = usable - weights - reserve - mem.bytes_activations_per_gpu(model, i_len, 0 * batch, tp)
+    total = weights + batch * kv_seq + act + reserve
+    usable = weights + workspace + reserve + np.maximum(pool, 0.0)
     out.update(
         weights_per_gpu_gb=weights / GB,
         kv_cache_per_gpu_gb=batch * kv_seq / GB,
         activations_per_gpu_gb=act / GB,
         memory_per_gpu_gb=total / GB,
         memory_usable_gb=usable / GB,
-        fits=total <= usable,
-        memory_shortfall_gb=np.maximum(total - usable, 0.0) / GB,
-        max_batch=mem.max_batch_that_fits(free, per_seq),
+        fits=batch * per_seq <= pool,
+        memory_shortfall_gb=np.maximum(batch * per_seq - pool, 0.0) / GB,
+        max_batch=mem.max_batch_that_fits(pool, per_seq),
     )
     out["_kv_bytes"] = kv_b
     out["_split"] = split
@@ -147,13 +169,13 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     chunked prefill passes of a busy replica (what it costs the decode loop).
 
     Alone: max(FLOPs / (F eta_pf), W / (BW eta_mem)) + all-reduces + overhead.
-    Shared: the prompt rides in passes of C = min(8192, B I) tokens, so the weight read,
-    collective latencies and fixed overhead of a pass are split over C tokens:
+    Shared: the prompt rides in passes of C = min(chunk, B I) tokens (the engine's chunk), so
+    the weight read, collective latencies and fixed overhead of a pass are split over C tokens:
     max(FLOPs / (F eta_pf), W / (BW eta_mem) * I / C) + payload + (alpha + overhead) * I / C.
     """
     tp, i_len, batch = _col(df, "tp"), _col(df, "input_len"), _col(df, "batch")
     flops = flops_prefill_per_request(model, i_len) / tp
-    chunk = np.minimum(float(mem.PREFILL_CHUNK_TOKENS), batch * i_len)
+    chunk = np.minimum(_col(df, "eff_prefill_chunk_tokens"), batch * i_len)
     share = i_len / chunk  # passes this prompt accounts for: 1/B when B prompts share one
     t_c = rf.latency_compute(flops, _col(df, "peak_flops"), _col(df, "eff_eta_compute_prefill"))
     bw, eta_mem = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")

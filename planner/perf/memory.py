@@ -10,7 +10,7 @@ from planner.schema.model import Model
 
 Array = NDArray[np.float64]
 
-PREFILL_CHUNK_TOKENS = 8192  # vLLM's default max_num_batched_tokens for chunked prefill
+PREFILL_CHUNK_TOKENS = 8192  # default max_num_batched_tokens; engines set their own
 LOGIT_BYTES = 4.0  # fp32 logits per vocabulary entry per sequence
 
 
@@ -32,9 +32,15 @@ def kv_split(model: Model, tp: Array) -> Array:
     return np.minimum(tp, model.kv_heads_splittable).astype(float)
 
 
-def bytes_activations_per_gpu(model: Model, input_len: Array, batch: Array, tp: Array) -> Array:
+def bytes_activations_per_gpu(
+    model: Model,
+    input_len: Array,
+    batch: Array,
+    tp: Array,
+    chunk_tokens: Array | float = PREFILL_CHUNK_TOKENS,
+) -> Array:
     """Activation workspace of one prefill chunk plus fp32 logits of the batch, per GPU."""
-    chunk = np.minimum(input_len, PREFILL_CHUNK_TOKENS)
+    chunk = np.minimum(input_len, chunk_tokens)
     inner = model.intermediate_size
     if model.moe is not None:
         inner = max(inner, model.moe.moe_intermediate_size * model.moe.num_experts_per_tok)

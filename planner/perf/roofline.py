@@ -93,8 +93,13 @@ def serving_rate(
 def tpot_with_prefill(
     tpot_step: ArrayLike, batch: ArrayLike, output_len: ArrayLike, prefill: ArrayLike
 ) -> Array:
-    """TPOT users see when prefills steal decode time: TPOT(B) / (1 - R t_pf)
-    = TPOT(B) + B t_pf / O."""
-    return np.asarray(tpot_step, float) + np.asarray(batch, float) * prefill / np.asarray(
-        output_len, float
-    )
+    """TPOT users see, as benchmarks define it ((latency - TTFT) / (O - 1)): the decode step
+    plus the prefills of the *other* B - 1 sequences that interrupt a request's O - 1 decode
+    steps (each slot starts one new request per request lifetime). A request's own prefill
+    is in its TTFT, not its TPOT, so at B = 1 this is exactly the decode step.
+
+    TPOT = TPOT(B) + (B - 1) t_pf / max(O - 1, 1)
+    """
+    b = np.asarray(batch, float)
+    steps = np.maximum(np.asarray(output_len, float) - 1.0, 1.0)
+    return np.asarray(tpot_step, float) + np.maximum(b - 1.0, 0.0) * prefill / steps

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from planner.errors import InputError
 from planner.inputs.catalog import Catalog
-from planner.perf.candidates import GridSpec, InvalidCombination, Price, build_grid
+from planner.perf import queueing as q
+from planner.perf.candidates import (
+    GridSpec,
+    InvalidCombination,
+    Price,
+    build_grid,
+    default_kv_dtype,
+)
 from planner.perf.evaluate import evaluate
 from planner.schema.hardware import Gpu
+from planner.schema.model import Model
 from planner.schema.scenario import Pricing
 
 
@@ -22,7 +32,7 @@ class EstimateRequest:
     gpu: str
     tp: int
     quant: str
-    batch: int
+    batch: int | None
     input_len: int
     output_len: int
     kv_dtype: str | None = None
@@ -31,17 +41,34 @@ class EstimateRequest:
     utilisation: float = 0.8
     statistic: str = "mean"
     price_usd_per_gpu_hour: float | None = None
+    concurrency: int | None = None  # closed loop: C clients, next request when one finishes
+    rate: float | None = None  # open loop: Poisson arrivals, requests/s
+
+
+def check_context(model: Model, input_len: int, output_len: int, where: str = "") -> None:
+    """Refuse a request longer than the model's context window (max_position_embeddings)."""
+    window = model.max_position_embeddings
+    if input_len + output_len > window:
+        raise InputError(
+            f"{where}input {input_len} + output {output_len} = {input_len + output_len} tokens "
+            f"exceeds the context window of {model.id} ({window} tokens); shorten the request "
+            f"or pick a model with a longer window"
+        )
 
 
 def _check_positive(req: EstimateRequest) -> None:
-    for name in ("tp", "batch", "input_len", "output_len"):
+    for name in ("tp", "batch", "input_len", "output_len", "concurrency"):
         value = getattr(req, name)
-        if value <= 0:
+        if value is not None and value <= 0:
             raise InputError(f"--{name.replace('_', '-')}: must be a positive integer, got {value}")
     if not 0 < req.utilisation < 1:
         raise InputError(
             f"--utilization: must be between 0 and 1 (exclusive), got {req.utilisation}"
         )
+    if req.concurrency is not None and req.rate is not None:
+        raise InputError("--concurrency and --rate: give one load, not both")
+    if req.rate is not None and not (req.rate > 0 and math.isfinite(req.rate)):
+        raise InputError(f"--rate: must be a positive number of requests/s, got {req.rate}")
 
 
 def _price(gpu: Gpu, override: float | None) -> Price | None:
@@ -51,19 +78,18 @@ def _price(gpu: Gpu, override: float | None) -> Price | None:
     return Price(row.usd_per_gpu_hour, row.provider, row.source, row.as_of) if row else None
 
 
-def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
-    """Every metric of one (model, gpu, tp, quant, kv, batch, shape), as one row."""
-    _check_positive(req)
+def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd.DataFrame]:
+    """The one-row grid of the request at `batch` sequences in flight."""
     model, gpu = catalog.model(req.model), catalog.gpu(req.gpu)
     quant, engine = catalog.quant(req.quant), catalog.engine(req.engine)
-    kv = req.kv_dtype or quant.default_kv_dtype
+    kv = req.kv_dtype or default_kv_dtype(quant, engine, req.ideal)
     price = _price(gpu, req.price_usd_per_gpu_hour)
     spec = GridSpec(
         gpus=[gpu],
         quants=[quant],
         tps=[req.tp],
         kv_dtypes=[kv],
-        batches=[req.batch],
+        batches=[batch],
         shapes=[(req.input_len, req.output_len)],
         prices={gpu.id: price} if price else {},
     )
@@ -71,9 +97,103 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
     if grid.empty:
         reason = rejected["reason"].iloc[0] if not rejected.empty else "unknown reason"
         raise InputError(f"impossible combination: {reason}")
-    row = evaluate(model, grid, req.utilisation, req.statistic).iloc[0]
+    return model, grid
+
+
+def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> pd.Series:
+    model, grid = _grid(req, catalog, batch)
+    return evaluate(model, grid, req.utilisation, statistic).iloc[0].copy()
+
+
+def _max_num_seqs(req: EstimateRequest, catalog: Catalog) -> int:
+    """--batch is the engine's max_num_seqs; without it, the engine profile's default."""
+    return req.batch if req.batch is not None else catalog.engine(req.engine).max_num_seqs
+
+
+def _in_flight_cap(req: EstimateRequest, catalog: Catalog) -> tuple[int, int]:
+    """(max_num_seqs, the most sequences memory holds at this shape)."""
+    seqs = _max_num_seqs(req, catalog)
+    probe = _row(req, catalog, 1, "none")
+    return seqs, int(probe["max_batch"])
+
+
+def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.Series:
+    """C clients in a closed loop (`vllm bench serve --max-concurrency C`, AIPerf, SGLang
+    bench_serving): b = min(C, max_num_seqs, what memory holds) sequences decode at once;
+    throughput R = b / (O step(b) + b t_pf) (Little's law over the batch); TTFT = the
+    prefill on the replica + the prefills of the other b - 1 ahead of it (M/D/1) + the
+    wait of requests beyond b for a free sequence slot, (C - b) / R. TPOT and throughput
+    are at batch b."""
+    seqs, held = _in_flight_cap(req, catalog)
+    b = max(min(concurrency, seqs, held), 1)
+    row = _row(req, catalog, b, "none")
+    rate = float(row["requests_per_s"])
+    share = float(row["prefill_share_ms"]) * 1e-3
+    others = rate * (b - 1) / b  # the prefills of the other b - 1 in-flight clients
+    wait = float(q.wait_for_prefill(others, share, req.statistic)) + max(concurrency - b, 0) / rate
+    row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + wait * 1e3
+    row["capacity_requests_per_s"] = rate
+    return _with_load(row, "concurrency", concurrency, b, seqs)
+
+
+def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> pd.Series:
+    """Poisson arrivals at `rate` requests/s: the batch in flight n solves Little's law
+    n = rate x (TTFT + (O - 1) TPOT(n)) (a few fixed-point steps), capped by max_num_seqs
+    and memory at c; TTFT adds the M/D/c wait for one of the c slots and the M/D/1 wait
+    behind other prefills, at that rate. A rate beyond the capacity at c is refused."""
+    seqs, held = _in_flight_cap(req, catalog)
+    cap = max(min(seqs, held), 1)
+    full = _row(req, catalog, cap, "none")
+    capacity = float(full["requests_per_s"])
+    if rate >= capacity:
+        raise InputError(
+            f"--rate {rate:g} req/s: at or beyond this deployment's capacity of "
+            f"{capacity:.3g} req/s ({cap} sequences in flight); the queue would grow "
+            f"without bound. Lower the rate, or add replicas (planner solve)"
+        )
+    n = 1.0
+    for _ in range(8):
+        row = _row(req, catalog, int(min(max(math.ceil(n), 1), cap)), "none")
+        life = float(row["ttft_unloaded_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])
+        n = rate * life * 1e-3
+    b = int(min(max(math.ceil(n), 1), cap))
+    row = _row(req, catalog, b, "none")
+    slot_time = req.output_len * float(full["tpot_ms"]) * 1e-3
+    share = float(row["prefill_share_ms"]) * 1e-3
+    slot = q.wait_for_slot(cap, rate / capacity, slot_time, req.statistic)
+    wait = float(np.asarray(slot)) + float(q.wait_for_prefill(rate, share, req.statistic))
+    row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + wait * 1e3
+    row["throughput_tok_s"] = rate * req.output_len
+    row["capacity_requests_per_s"] = rate
+    return _with_load(row, "rate", rate, b, seqs)
+
+
+def _with_load(row: pd.Series, kind: str, value: float, in_flight: int, seqs: int) -> pd.Series:
+    row["load_kind"] = kind
+    row["load_value"] = value
+    row["batch_in_flight"] = in_flight
+    row["max_num_seqs"] = seqs
+    return row
+
+
+def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
+    """Every metric of one (model, gpu, tp, quant, kv, shape) at one load: a closed loop of
+    `concurrency` clients, an open loop at `rate`, or (neither) `batch` sequences at the
+    planned utilisation, as `solve` plans."""
+    _check_positive(req)
+    model = catalog.model(req.model)
+    check_context(model, req.input_len, req.output_len)
+    if req.concurrency is not None:
+        row = closed_loop(req, catalog, req.concurrency)
+    elif req.rate is not None:
+        row = open_loop(req, catalog, req.rate)
+    else:
+        batch = _max_num_seqs(req, catalog) if req.batch is None else req.batch
+        row = _row(req, catalog, batch, req.statistic)
+        row = _with_load(row, "utilization", req.utilisation, batch, batch)
     row["model"] = model.id
-    row["engine"] = "ideal" if req.ideal else engine.id
+    row["engine"] = "ideal" if req.ideal else catalog.engine(req.engine).id
+    row["gpus"] = int(row["tp"])
     return row
 
 

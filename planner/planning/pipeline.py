@@ -27,6 +27,7 @@ from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate
 from planner.planning import assumptions as facts
 from planner.planning.diagnose import explain_infeasible
+from planner.planning.estimate import check_context
 from planner.planning.plan import Plan
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -241,6 +242,8 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     for q in scenario.search.quants:
         catalog.quant(q)
     classes = request_classes(scenario)
+    for cl in classes:
+        check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
     gpus = allowed_gpus(scenario, catalog)
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
     notes = _price_notes(gpus, prices, scenario)

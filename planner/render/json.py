@@ -88,6 +88,14 @@ def estimate_dict(row: pd.Series) -> dict:
     """The estimate as one JSON object with a `breakdown` of the TPOT terms in ms."""
     out = {k: row[k] for k in ESTIMATE_KEYS}
     out["fits"] = bool(row["fits"])
+    out["gpus"] = int(row["gpus"])
+    kind = row["load_kind"]
+    out["load"] = {
+        "kind": kind,
+        kind: row["load_value"],
+        "batch_in_flight": int(row["batch_in_flight"]),
+        "max_num_seqs": int(row["max_num_seqs"]),
+    }
     breakdown = {k: row[v] for k, v in BREAKDOWN_KEYS.items() if v}
     breakdown["prefill_interference_ms"] = row["tpot_ms"] - row["tpot_step_ms"]
     out["breakdown"] = breakdown

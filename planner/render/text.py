@@ -63,6 +63,10 @@ def render_estimate(row: pd.Series) -> str:
         f"({row['compute_dtype']} math), KV {row['kv_dtype']}, batch {row['batch']}, "
         f"{row['input_len']} in / {row['output_len']} out  [{row['engine']}]"
     )
+    head += (
+        f"\nLoad: {row['load_kind']} {row['load_value']:g}; {row['batch_in_flight']} sequences "
+        f"in flight (max_num_seqs {row['max_num_seqs']}); {row['gpus']} GPUs"
+    )
     fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {row['memory_shortfall_gb']:.1f} GB"
     mem = (
         f"Memory per GPU: {row['memory_per_gpu_gb']:.1f} GB of {row['memory_usable_gb']:.1f}"
@@ -77,7 +81,11 @@ def render_estimate(row: pd.Series) -> str:
         ("all-reduce", row["t_comm_ms"], f"tp {row['tp']}"),
         ("fixed overhead", row["t_overhead_ms"], "launch, scheduling, sampling"),
         ("decode step", row["tpot_step_ms"], "max(memory, compute) + comm + overhead"),
-        ("prefill interference", row["tpot_ms"] - row["tpot_step_ms"], "B x prefill share / O"),
+        (
+            "prefill interference",
+            row["tpot_ms"] - row["tpot_step_ms"],
+            "(B-1) x prefill share / (O-1)",
+        ),
         ("TPOT", row["tpot_ms"], "what a user sees"),
     ]
     bound = (

@@ -35,6 +35,15 @@ class GpuPrice(Strict):
     notes: str | None = None
 
 
+class DeviceMemory(Strict):
+    """The bytes the device itself reports (nvidia-smi "memory.total"), with its source: a
+    card sold as "80 GB" holds about 80 GiB, not 80e9 bytes."""
+
+    mib: float = Field(gt=0, description="total device memory as reported, MiB (2^20 bytes)")
+    source: str = Field(min_length=3)
+    as_of: str = Field(min_length=4)
+
+
 class Gpu(Strict):
     """One accelerator package (per GPU, per OAM); numbers are dense peaks, never sparse."""
 
@@ -42,7 +51,10 @@ class Gpu(Strict):
     name: str
     vendor: str
     family: str = Field(description="efficiency family in engine profiles, e.g. hopper")
-    memory_gb: float = Field(gt=0)
+    memory_gb: float = Field(gt=0, description="as the vendor labels it")
+    memory_device: DeviceMemory | None = Field(
+        default=None, description="bytes the device reports; the model uses them when known"
+    )
     hbm_bandwidth_gb_per_s: float = Field(gt=0)
     dense_tflops: dict[ComputeDtype, float] = Field(
         description="dense tensor peak per compute dtype; a dtype absent means unsupported"
@@ -63,6 +75,13 @@ class Gpu(Strict):
         if not value:
             raise ValueError("at least one compute dtype is needed")
         return value
+
+    @property
+    def memory_bytes(self) -> float:
+        """Device memory in bytes: the reported MiB where sourced, else the label as 1e9 B."""
+        if self.memory_device is not None:
+            return self.memory_device.mib * 2.0**20
+        return self.memory_gb * 1e9
 
     def price(self, tier: str = "on_demand", provider: str | None = None) -> GpuPrice | None:
         """The price used: the cheapest in that tier (of the given provider, if one is named)."""
