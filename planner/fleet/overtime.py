@@ -371,29 +371,43 @@ def _warm_start(
     return x if _within(model, x) else None
 
 
+NEIGHBOURHOOD_NODES = 500  # work limit of the rounding sub-problem (deterministic)
+
+
 def _rounded_start(
-    model: Model, lay: TimeLayout, options: SolverOptions, start: np.ndarray | None
-) -> np.ndarray | None:
-    """A better start from the LP relaxation: held GPUs rounded to the nearest, each
-    replica count within [floor, ceil] of its LP value (rounding all up is feasible), and that
-    small integer problem solved (the RENS neighbourhood, with the held tiers fixed)."""
+    problem: TimeProblem, model: Model, lay: TimeLayout, options: SolverOptions
+) -> tuple[np.ndarray | None, float]:
+    """A plan rounded from the LP relaxation, and the LP's optimum (a bound on any plan).
+
+    Held GPUs are fixed at the LP's, rounded; every replica count may move within [floor,
+    ceil + 1] of its LP value; that neighbourhood is solved under a node limit, and the held
+    counts are then re-chosen for the replicas found."""
     lp = solve(model.relaxed(), options)
     if lp.status != "optimal" or lp.values is None:
-        return start
+        return None, -math.inf
     v = lp.values
     lower, upper = model.lower.copy(), model.upper.copy()
     ints = np.flatnonzero(model.integer)
     lower[ints] = np.floor(v[ints] + 1e-9)
-    upper[ints] = np.minimum(np.ceil(v[ints] - 1e-9), model.upper[ints])
+    upper[ints] = np.minimum(np.ceil(v[ints] - 1e-9) + 1, model.upper[ints])
     held = np.array([*lay.reserved.values(), *lay.owned.values()], dtype=int)
     lower[held] = upper[held] = np.clip(np.rint(v[held]), model.lower[held], model.upper[held])
     sub = replace(model, lower=lower, upper=upper, start=None)
-    found = solve(sub, replace(options, relative_gap=max(options.relative_gap, 1e-3)))
+    work = replace(
+        options, relative_gap=options.relative_gap / 4, max_nodes=NEIGHBOURHOOD_NODES
+    )
+    found = solve(sub, work)
     if found.values is None:
-        return start
-    if start is not None and model.cost @ start <= model.cost @ found.values:
-        return start
-    return found.values
+        return None, lp.objective
+    x = found.values.copy()
+    _hold(problem, lay, np.rint(x[lay.replicas]), x)
+    return (x if _within(model, x) else found.values), lp.objective
+
+
+def _better(model: Model, *points: np.ndarray | None) -> np.ndarray | None:
+    """The cheapest of some candidate points (None ignored)."""
+    found = [p for p in points if p is not None]
+    return min(found, key=lambda p: float(model.cost @ p), default=None)
 
 
 def _hold(problem: TimeProblem, lay: TimeLayout, replicas: np.ndarray, x: np.ndarray) -> None:
@@ -435,9 +449,12 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
     """Solve the fleet over time; the status says optimal, time_limit (with the gap to the
     solver's own bound), or infeasible."""
     model, lay = build_time_model(problem)
-    start = _warm_start(problem, model, lay, options)
-    model = replace(model, start=_rounded_start(model, lay, options, start))
-    outcome = solve(model, options)
+    rounded, lp_bound = _rounded_start(problem, model, lay, options)
+    start = _better(model, _warm_start(problem, model, lay, options), rounded)
+    if start is not None and _closed(model, start, lp_bound, options):
+        outcome = Outcome("optimal", 0.0, start, float(model.cost @ start), lp_bound)
+    else:
+        outcome = solve(replace(model, start=start), options)
     types = tuple(problem.gpu_types)
     n_c, n_p = len(problem.gpu), len(problem.hours)
     if outcome.status == "none":
@@ -453,6 +470,12 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
             outcome.seconds, types,
         )  # fmt: skip
     return _time_solution(problem, lay, outcome, _bound(model, outcome, options))
+
+
+def _closed(model: Model, start: np.ndarray, bound: float, options: SolverOptions) -> bool:
+    """Whether a plan is already within the relative gap of a proven bound."""
+    cost = float(model.cost @ start)
+    return cost - bound <= options.relative_gap * max(abs(cost), 1e-12)
 
 
 def _bound(model: Model, outcome: Outcome, options: SolverOptions) -> float:

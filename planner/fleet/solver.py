@@ -43,6 +43,9 @@ class SolverOptions:
     # reported "optimal" means within 0.01% of the proven bound on either backend
     relative_gap: float = 1e-4
     threads: int = 1
+    # a deterministic work limit: branch-and-bound nodes of an array model (None: no limit);
+    # unlike the wall-clock limit, the same model stops at the same plan on any machine
+    max_nodes: int | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -57,7 +60,7 @@ class SolverOptions:
     @classmethod
     def of(cls, settings: Solver) -> SolverOptions:
         """The options a scenario's `solver:` section asks for."""
-        return cls(**settings.model_dump())
+        return cls(**settings.model_dump())  # max_nodes stays unlimited: solve to the gap
 
 
 @dataclass(frozen=True)
@@ -216,6 +219,8 @@ def _highs_options(h: object, options: SolverOptions) -> None:
         ("random_seed", 0),
     ):
         h.setOptionValue(name, setting)  # type: ignore[attr-defined]
+    if options.max_nodes is not None:
+        h.setOptionValue("mip_max_nodes", int(options.max_nodes))  # type: ignore[attr-defined]
 
 
 def _pass_model(h: object, model: Model) -> None:
