@@ -1,8 +1,12 @@
 """The one solver door: every MIP and LP of planner is solved here, with one set of options.
 
-The backend is HiGHS (through highspy) by default: on the shipped scenarios it is faster than
-CBC and closes the plans over time that CBC leaves at a gap (README, "Solver"). CBC, bundled
-with PuLP, stays available with `--solver cbc`.
+The backend is HiGHS (through highspy, in process) by default: on the shipped scenarios it is
+faster than CBC and closes the plans over time that CBC leaves at a gap (README, "Solver").
+CBC, bundled with PuLP (a subprocess), stays available with `--solver cbc`.
+
+Two kinds of model come through the door: a PuLP problem (small models built by name) and a
+`Model` of arrays (large models built with numpy, passed to HiGHS as one sparse matrix, with
+an optional warm start, and the solver's own bound reported back).
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
-import pulp
+import numpy as np
 
 from planner.errors import InputError, SolverError
 from planner.schema.scenario import Solver
+
+if TYPE_CHECKING:  # pulp is imported where a PuLP model is solved, not with this module
+    import pulp
 
 Backend = Literal["cbc", "highs"]
 Status = Literal["optimal", "time_limit", "infeasible", "none"]
@@ -36,6 +43,9 @@ class SolverOptions:
     # reported "optimal" means within 0.01% of the proven bound on either backend
     relative_gap: float = 1e-4
     threads: int = 1
+    # a deterministic work limit: branch-and-bound nodes of an array model (None: no limit);
+    # unlike the wall-clock limit, the same model stops at the same plan on any machine
+    max_nodes: int | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -50,18 +60,53 @@ class SolverOptions:
     @classmethod
     def of(cls, settings: Solver) -> SolverOptions:
         """The options a scenario's `solver:` section asks for."""
-        return cls(**settings.model_dump())
+        return cls(**settings.model_dump())  # max_nodes stays unlimited: solve to the gap
+
+
+@dataclass(frozen=True)
+class Model:
+    """A MIP (or LP) in arrays: minimise cost @ x subject to row_lower <= A x <= row_upper and
+    lower <= x <= upper, x integer where `integer`; A is given by its nonzero entries."""
+
+    cost: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    integer: np.ndarray  # bool per column
+    rows: np.ndarray  # row index of each nonzero of A
+    cols: np.ndarray  # column index of each nonzero
+    values: np.ndarray  # the nonzero's coefficient
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    start: np.ndarray | None = None  # a feasible point to start the search from
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.cost)
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.row_lower)
+
+    def relaxed(self) -> Model:
+        """The LP relaxation (every column continuous)."""
+        return replace(self, integer=np.zeros(self.n_cols, dtype=bool), start=None)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one solve ended with, and how long it took."""
+    """What one solve ended with and how long it took; for a `Model`, the point found, its
+    objective and the solver's own bound on the optimum."""
 
     status: Status
     seconds: float
+    values: np.ndarray | None = None
+    objective: float = math.nan
+    bound: float = math.nan
 
 
 def _backend(options: SolverOptions) -> pulp.LpSolver:
+    import pulp
+
     common = {
         "msg": False,
         "timeLimit": options.time_limit_s,
@@ -95,8 +140,13 @@ def _quiet_stdout() -> Iterator[None]:
         os.close(saved)
 
 
-def solve(lp: pulp.LpProblem, options: SolverOptions) -> Outcome:
-    """Solve a PuLP model under the options; map the result onto one of four statuses."""
+def solve(lp: pulp.LpProblem | Model, options: SolverOptions) -> Outcome:
+    """Solve a PuLP model or an array `Model` under the options; map the result onto one of
+    four statuses."""
+    if isinstance(lp, Model):
+        return _solve_model(lp, options)
+    import pulp
+
     solver = _backend(options)
     start = time.perf_counter()
     try:
@@ -109,6 +159,8 @@ def solve(lp: pulp.LpProblem, options: SolverOptions) -> Outcome:
 
 def _status(lp: pulp.LpProblem) -> Status:
     """Map PuLP's status and solution status onto optimal / time_limit / infeasible / none."""
+    import pulp
+
     name = pulp.LpStatus[lp.status]
     if name in ("Infeasible", "Unbounded"):
         return "infeasible"
@@ -124,4 +176,125 @@ def value(expression: pulp.LpAffineExpression | pulp.LpVariable | None) -> float
     """The solved value of a variable or expression (0 for none)."""
     if expression is None:
         return 0.0
+    import pulp
+
     return float(pulp.value(expression) or 0.0)
+
+
+def _solve_model(model: Model, options: SolverOptions) -> Outcome:
+    """An array model through HiGHS in process, or through PuLP for CBC."""
+    if options.backend == "cbc":
+        return _solve_model_cbc(model, options)
+    import highspy
+
+    start = time.perf_counter()
+    with _quiet_stdout():
+        h = highspy.Highs()
+        _highs_options(h, options)
+        _pass_model(h, model)
+        if model.start is not None and model.integer.any():
+            h.setSolution(
+                model.n_cols, np.arange(model.n_cols, dtype=np.int32), model.start.astype(float)
+            )
+        h.run()
+    seconds = time.perf_counter() - start
+    info = h.getInfo()
+    status = _highs_status(h, highspy)
+    if status in ("infeasible", "none"):
+        return Outcome(status, seconds)
+    values = np.asarray(h.getSolution().col_value, dtype=float)
+    objective = float(info.objective_function_value)
+    bound = float(info.mip_dual_bound) if model.integer.any() else objective
+    return Outcome(status, seconds, values, objective, min(bound, objective))
+
+
+def _highs_options(h: object, options: SolverOptions) -> None:
+    """Quiet, single-run HiGHS settings from the options (a fixed seed: same model, same
+    answer)."""
+    for name, setting in (
+        ("output_flag", False),
+        ("time_limit", float(options.time_limit_s)),
+        ("mip_rel_gap", float(options.relative_gap)),
+        ("threads", int(options.threads)),
+        ("random_seed", 0),
+    ):
+        h.setOptionValue(name, setting)  # type: ignore[attr-defined]
+    if options.max_nodes is not None:
+        h.setOptionValue("mip_max_nodes", int(options.max_nodes))  # type: ignore[attr-defined]
+
+
+def _pass_model(h: object, model: Model) -> None:
+    """Hand HiGHS the model as one column-wise sparse matrix."""
+    order = np.lexsort((model.rows, model.cols))
+    counts = np.bincount(model.cols, minlength=model.n_cols)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
+    h.passModel(  # type: ignore[attr-defined]
+        model.n_cols,
+        model.n_rows,
+        len(order),
+        1,  # column-wise
+        1,  # minimise
+        0.0,
+        model.cost.astype(float),
+        model.lower.astype(float),
+        model.upper.astype(float),
+        model.row_lower.astype(float),
+        model.row_upper.astype(float),
+        starts,
+        model.rows[order].astype(np.int32),
+        model.values[order].astype(float),
+        model.integer.astype(np.int32),
+    )
+
+
+def _highs_status(h: object, highspy: object) -> Status:
+    """HiGHS's model status and whether it holds a feasible point, as one of four statuses."""
+    kinds = highspy.HighsModelStatus  # type: ignore[attr-defined]
+    found = h.getModelStatus()  # type: ignore[attr-defined]
+    if found == kinds.kOptimal:
+        return "optimal"
+    if found in (kinds.kInfeasible, kinds.kUnboundedOrInfeasible, kinds.kUnbounded):
+        return "infeasible"
+    feasible = h.getInfo().primal_solution_status == 2  # type: ignore[attr-defined]
+    return "time_limit" if feasible else "none"
+
+
+def _solve_model_cbc(model: Model, options: SolverOptions) -> Outcome:
+    """An array model as a PuLP problem, solved by CBC (which reports no bound of its own)."""
+    import pulp
+
+    lp = pulp.LpProblem("model", pulp.LpMinimize)
+    cols = [
+        pulp.LpVariable(
+            f"v{j}",
+            lowBound=float(lo),
+            upBound=None if math.isinf(hi) else float(hi),
+            cat=pulp.LpInteger if integer else pulp.LpContinuous,
+        )
+        for j, (lo, hi, integer) in enumerate(
+            zip(model.lower, model.upper, model.integer, strict=True)
+        )
+    ]
+    lp += pulp.LpAffineExpression([(cols[j], float(c)) for j, c in enumerate(model.cost) if c])
+    order = np.argsort(model.rows, kind="stable")
+    bounds = np.searchsorted(model.rows[order], np.arange(model.n_rows + 1))
+    for i in range(model.n_rows):
+        span = order[bounds[i] : bounds[i + 1]]
+        expr = pulp.LpAffineExpression(
+            [(cols[j], float(a)) for j, a in zip(model.cols[span], model.values[span], strict=True)]
+        )
+        lo, hi = float(model.row_lower[i]), float(model.row_upper[i])
+        if lo == hi:
+            lp += expr == lo
+            continue
+        if math.isfinite(lo):
+            lp += expr >= lo
+        if math.isfinite(hi):
+            lp += expr <= hi
+    outcome = solve(lp, options)
+    if outcome.status in ("infeasible", "none"):
+        return outcome
+    values = np.array([c.varValue or 0.0 for c in cols])
+    objective = float(model.cost @ values)
+    bound = objective if outcome.status == "optimal" else math.nan
+    return Outcome(outcome.status, outcome.seconds, values, objective, bound)

@@ -225,6 +225,18 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
     )
 
 
+def ttft_ms_at(rows: pd.DataFrame, utilisation: float, statistic: str) -> np.ndarray:
+    """The TTFT (ms) of evaluated rows at another statistic, from their own columns (the
+    same queueing terms as `_serving`, without evaluating the rows again)."""
+    batch, o_len = _col(rows, "batch"), _col(rows, "output_len")
+    tpot_s = _col(rows, "tpot_ms") / 1e3
+    wait = q.wait_for_slot(batch, utilisation, o_len * tpot_s, statistic)
+    wait = wait + q.wait_for_prefill(
+        _col(rows, "capacity_requests_per_s"), _col(rows, "prefill_share_ms") / 1e3, statistic
+    )
+    return _col(rows, "ttft_unloaded_ms") + wait * 1e3
+
+
 def evaluate(
     model: Model, grid: pd.DataFrame, utilisation: float = 0.8, statistic: str = "mean"
 ) -> pd.DataFrame:

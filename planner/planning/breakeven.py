@@ -74,9 +74,41 @@ class SelfCost:
     def __call__(self, scale: float) -> float:
         key = round(float(scale), 12)
         if key not in self.cache:
-            sol = solve_fleet(self.problem.scaled(scale), self.options)
-            self.cache[key] = sol.cost_per_hour if sol.status != "infeasible" else math.inf
+            flat = self._on_flat_step(key)
+            self.cache[key] = flat if flat is not None else self._solve(key)
         return self.cache[key]
+
+    def _solve(self, key: float) -> float:
+        sol = solve_fleet(self.problem.scaled(key), self.options)
+        return sol.cost_per_hour if sol.status != "infeasible" else math.inf
+
+    def _on_flat_step(self, key: float) -> float | None:
+        """The cost is nondecreasing in demand: between two known scales of equal cost it is
+        that cost, with no solve."""
+        lo = max((k for k in self.cache if k <= key), default=None)
+        hi = min((k for k in self.cache if k >= key), default=None)
+        if lo is None or hi is None or self.cache[lo] != self.cache[hi]:
+            return None
+        return self.cache[lo]
+
+    def fill(self, scales: np.ndarray) -> None:
+        """Costs at many scales from a handful of solves: the ends first, then halves of
+        the range until each part is one flat step (or two neighbouring scales)."""
+        keys = sorted({round(float(s), 12) for s in scales})
+        if not keys:
+            return
+        self(keys[0])
+        self(keys[-1])
+        stack = [(0, len(keys) - 1)]
+        while stack:
+            i, j = stack.pop()
+            if j - i < 2 or self(keys[i]) == self(keys[j]):
+                continue
+            mid = (i + j) // 2
+            self(keys[mid])
+            stack += [(i, mid), (mid, j)]
+        for k in keys:
+            self(k)
 
 
 def break_even_scale(
@@ -181,6 +213,7 @@ def cost_curves(
     api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
     volume = scales * rates.sum()
     cost = self_cost or SelfCost(plan.problem, plan.solver)
+    cost.fill(scales)
     own = np.array([cost(s) for s in scales])
     api = api_hour * plan.average_demand_factor * scales * HOURS_PER_MONTH
     return volume, own * HOURS_PER_MONTH, api

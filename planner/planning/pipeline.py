@@ -24,7 +24,7 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
 from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
-from planner.perf.evaluate import evaluate
+from planner.perf.evaluate import evaluate, ttft_ms_at
 from planner.planning import assumptions as facts
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.estimate import check_context
@@ -137,12 +137,9 @@ def _summarise(
     """Turn a solver result into fleet lines with predicted latencies per class."""
     names = [c.name for c in classes]
     lines = []
-    indexed = rows.set_index(CANDIDATE_KEY) if solution.replicas.any() else rows
     for i in np.flatnonzero(solution.replicas):
         cand = offered.keys.iloc[i]
-        key = tuple(cand[k] for k in CANDIDATE_KEY)
-        own = indexed.loc[[key]]
-        own = own[own["class"].isin(names)].set_index("class")
+        own = _own_rows(rows, cand, names)
         load = {n: float(solution.load[i, j]) for j, n in enumerate(names)}
         served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in own.index]
         tpot = {n: float(own.loc[n, "tpot_ms"]) for n in served}
@@ -171,6 +168,14 @@ def _summarise(
             )
         )
     return _totals(solution, tuple(lines), classes)
+
+
+def _own_rows(rows: pd.DataFrame, cand: pd.Series, names: list[str]) -> pd.DataFrame:
+    """The evaluated rows of one candidate (its key), one per class, indexed by class."""
+    mask = rows["class"].isin(names).to_numpy().copy()
+    for k in CANDIDATE_KEY:
+        mask &= (rows[k] == cand[k]).to_numpy()
+    return rows[mask].set_index("class")
 
 
 def _capacity(load: dict[str, float], capacity: np.ndarray, names: list[str], n_rep: int) -> float:
@@ -220,17 +225,18 @@ def _single_gpu_best(
     classes: tuple[RequestClassPlan, ...],
     options: SolverOptions,
 ) -> tuple[FleetSummary, str] | None:
-    """The cheapest fleet that uses one GPU type only, for comparison with the optimum."""
-    best: tuple[FleetSummary, str] | None = None
+    """The cheapest fleet that uses one GPU type only, for comparison with the optimum (one
+    MIP per GPU type over the candidates already offered; only the cheapest is summarised)."""
+    best: tuple[float, FleetSolution, str] | None = None
     for gpu_id in sorted(set(problem.gpu)):
         keep = np.array([g == gpu_id for g in problem.gpu])
         sol = solve_fleet(problem.restricted(keep), options)
         if sol.status == "infeasible":
             continue
-        summary = _summarise(sol.widened(keep), offered, rows, classes)
-        if best is None or summary.total_cost_per_hour_usd < best[0].total_cost_per_hour_usd:
-            best = (summary, gpu_id)
-    return best
+        cost = float(np.dot(problem.restricted(keep).cost_per_hour, sol.replicas))
+        if best is None or cost < best[0]:
+            best = (cost, sol.widened(keep), gpu_id)
+    return None if best is None else (_summarise(best[1], offered, rows, classes), best[2])
 
 
 def plan(scenario: Scenario, catalog: Catalog) -> Plan:
@@ -303,32 +309,47 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     return result
 
 
-def _as_mean_sla(scenario: Scenario) -> Scenario:
-    """The same scenario with every TTFT bound on the mean instead of a percentile."""
-    sla = scenario.sla.model_copy(update={"statistic": "mean"})
-    workload = scenario.workload
-    if workload.classes:
-        classes = [
-            c.model_copy(update={"sla": c.sla.model_copy(update={"statistic": "mean"})})
-            if c.sla
-            else c
-            for c in workload.classes
-        ]
-        workload = workload.model_copy(update={"classes": classes})
-    return scenario.model_copy(update={"sla": sla, "workload": workload, "finance": None})
+def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], util: float):
+    """Each row's SLA verdict with every TTFT bound on the mean instead of a percentile."""
+    ok = rows["sla_ok"].to_numpy().copy()
+    for cls in classes:
+        if cls.statistic == "mean" or cls.ttft_ms is None:
+            continue
+        mine = (rows["class"] == cls.name).to_numpy()
+        own = rows[mine]
+        mean = own.assign(ttft_ms=ttft_ms_at(own, util, "mean"))
+        ok[mine] = (sla_verdicts(mean, cls.tpot_ms, cls.ttft_ms) == "").to_numpy()
+    return ok
 
 
 def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | None:
-    """What bounding a TTFT percentile costs: the plan re-solved with mean TTFT bounds."""
+    """What bounding a TTFT percentile costs: the fleet re-solved over the same evaluated
+    candidates with every TTFT bound on the mean."""
+    del catalog  # the candidates already evaluated carry everything needed
     if all(c.statistic == "mean" or c.ttft_ms is None for c in result.classes):
         return None
     stats = sorted({c.statistic for c in result.classes if c.statistic != "mean"})
-    relaxed = plan(_as_mean_sla(scenario), catalog)
-    extra = result.fleet.total_cost_per_hour_usd - relaxed.fleet.total_cost_per_hour_usd
+    rows = result.candidates
+    ok = _mean_ttft_ok(rows, result.classes, result.utilisation)
+    names = [c.name for c in result.classes]
+    offered = prune_dominated(offered_capacity(rows[ok], names))
+    c = scenario.constraints
+    budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
+    problem = fleet_problem(
+        offered,
+        [cl.requests_per_second for cl in result.classes],
+        dict(scenario.hardware.inventory),
+        c.max_gpus,
+        budget,
+        c.min_replicas,
+    )
+    relaxed = solve_fleet(problem, result.solver)
+    mean_cost = float(np.dot(problem.cost_per_hour, relaxed.replicas))
+    extra = result.fleet.total_cost_per_hour_usd - mean_cost
     return (
         f"bounding the {'/'.join(stats)} TTFT instead of the mean costs "
         f"${extra * HOURS_PER_MONTH:,.0f} a month (mean-TTFT plan: "
-        f"${relaxed.fleet.total_cost_per_hour_usd * HOURS_PER_MONTH:,.0f} a month)"
+        f"${mean_cost * HOURS_PER_MONTH:,.0f} a month)"
     )
 
 
