@@ -393,9 +393,7 @@ def _rounded_start(
     held = np.array([*lay.reserved.values(), *lay.owned.values()], dtype=int)
     lower[held] = upper[held] = np.clip(np.rint(v[held]), model.lower[held], model.upper[held])
     sub = replace(model, lower=lower, upper=upper, start=None)
-    work = replace(
-        options, relative_gap=options.relative_gap / 4, max_nodes=NEIGHBOURHOOD_NODES
-    )
+    work = replace(options, relative_gap=options.relative_gap / 4, max_nodes=NEIGHBOURHOOD_NODES)
     found = solve(sub, work)
     if found.values is None:
         return None, lp.objective
