@@ -8,8 +8,9 @@ from pathlib import Path
 from planner.schema.engine import Efficiency, EngineProfile
 
 
-def _round_eff(eff: Efficiency) -> dict:
-    out = {}
+def _round_eff(eff: Efficiency) -> dict[str, float | int | bool]:
+    """The constants as written to YAML: efficiencies to 3 digits, the rest to 2."""
+    out: dict[str, float | int | bool] = {}
     for name, value in eff.model_dump().items():
         if isinstance(value, bool | int):
             out[name] = value

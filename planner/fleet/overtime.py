@@ -194,9 +194,9 @@ def build_time_model(problem: TimeProblem, integer: bool = True) -> tuple[Model,
     rep_ub = _replica_bounds(problem, floor=problem.min_replicas)
     gpu_ub = {g: (tp[gpu == g, None] * rep_ub[gpu == g]).sum(axis=0) for g in types}
     held_ub = {g: float(gpu_ub[g].max()) for g in types}
-    for g, n in problem.inventory.items():
+    for g, count in problem.inventory.items():
         if g in held_ub:
-            held_ub[g] = min(held_ub[g], float(n))
+            held_ub[g] = min(held_ub[g], float(count))
     n = cols.add((n_c, n_p), TIE_BREAK_PER_REPLICA * hours, rep_ub, integer)
     pairs = np.argwhere(problem.capacity > 0)
     demand = problem.demand
@@ -306,8 +306,10 @@ def _gpu_rows(rows: _Rows, problem: TimeProblem, lay: TimeLayout, keep: float) -
         limit = rows.add(-np.inf, float(problem.inventory[g]), (n_p,))
         for col in held:
             rows.put(limit, col, 1.0)
-        spot_on_g = (
-            np.flatnonzero(gpu[lay.spot_candidates] == g) if len(lay.spot_candidates) else []
+        spot_on_g: np.ndarray = (
+            np.flatnonzero(gpu[lay.spot_candidates] == g)
+            if len(lay.spot_candidates)
+            else np.zeros(0, dtype=np.int64)
         )
         if len(spot_on_g):
             rows.put(

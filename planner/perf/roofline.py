@@ -102,4 +102,5 @@ def tpot_with_prefill(
     """
     b = np.asarray(batch, float)
     steps = np.maximum(np.asarray(output_len, float) - 1.0, 1.0)
-    return np.asarray(tpot_step, float) + np.maximum(b - 1.0, 0.0) * prefill / steps
+    others = np.maximum(b - 1.0, 0.0) * np.asarray(prefill, float)
+    return np.asarray(tpot_step, float) + others / steps
