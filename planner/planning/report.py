@@ -347,7 +347,8 @@ def sweep_report(result: SweepResult) -> Report:
         ("points per second", result.points_per_second),
         ("cost shown", result.metric),
     ) + ((("seed", result.seed),) if result.seed is not None else ())
-    charts = [results_chart(result, key) for key in result.keys]
+    varied = [k for k in result.keys if table[k].astype(str).nunique() > 1]
+    charts = [results_chart(result, key) for key in varied]
     if result.mode == "monte_carlo" and len(ok):
         charts.append(distribution_chart(result))
     tornado = tornado_chart(result)

@@ -377,6 +377,8 @@ def _reference(base: Scenario, key: str, table: pd.DataFrame) -> Any:
     """A grid key's reference value: the scenario's own if the grid lists it, else the
     first value listed."""
     own = tables.input_cell(current_value(base, key))
+    if own is None:
+        return None if table[key].isna().any() else table[key].iloc[0]
     values = list(table[key].astype(object))
     if any(v == own for v in values):
         return own

@@ -211,7 +211,8 @@ def grid_tornado(
 ) -> Tornado | None:
     """One at a time from a grid: each input over its values with every other input at its
     reference value (the scenario's own where the grid has it, else the first listed); the
-    bar runs from the cheapest to the dearest of those points."""
+    bar runs from the cost at its lowest to that at its highest value (inputs that are not
+    numbers: from the cheapest to the dearest value)."""
     ref = {k: input_cell(v) for k, v in reference.items()}
     ok = planned(table)
     at_ref = _rows_at(ok, ref, keys)
@@ -222,7 +223,7 @@ def grid_tornado(
         rows = rows[rows[metric].notna().to_numpy()]
         if len(rows) < 2:
             continue
-        lo, hi = rows[metric].idxmin(), rows[metric].idxmax()
+        lo, hi = _low_high(rows, key, metric)
         bars.append(
             TornadoBar(
                 key,
@@ -238,6 +239,16 @@ def grid_tornado(
     baseline = float(at_ref[metric].iloc[0]) if len(at_ref) else float("nan")
     method = "one at a time over the grid, the other inputs at their reference values"
     return Tornado(metric, baseline, tuple(bars), method)
+
+
+def _low_high(rows: pd.DataFrame, key: str, metric: str) -> tuple[Any, Any]:
+    """Row labels of an input's low and high setting: its smallest and largest value, or for
+    inputs that are not numbers its cheapest and dearest."""
+    column = rows[key]
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    if numeric and column.notna().all():
+        return column.idxmin(), column.idxmax()
+    return rows[metric].idxmin(), rows[metric].idxmax()
 
 
 def _rows_at(table: pd.DataFrame, ref: dict[str, Any], keys: tuple[str, ...]) -> pd.DataFrame:
