@@ -136,6 +136,7 @@ def test_samples_are_reproducible_from_the_seed_and_clipped():
     first, again = sw.sample_points(vary, 200, seed=3), sw.sample_points(vary, 200, seed=3)
     assert first == again
     assert first != sw.sample_points(vary, 200, seed=4)
+    assert sw.sample_points(vary, 20, seed=3) == first[:20], "more samples extend the sequence"
     a = np.array([p.overrides["a"] for p in first])
     assert a.min() == 0.1 and (a >= 0.1).all()
     assert {p.overrides["b"] for p in first} == {"on_demand", "spot"}

@@ -9,6 +9,7 @@ Points are built up front, in a fixed order from the seed, and each is planned b
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import signal
 import time
@@ -174,40 +175,38 @@ def grid_points(grid: Sequence[tuple[str, list[Any]]]) -> list[Point]:
     return [Point(i, dict(zip(keys, combo, strict=True))) for i, combo in enumerate(combos)]
 
 
-def _draw(dist: Uniform | Normal | Lognormal | Choice, rng: np.random.Generator, n: int) -> list:
-    """n draws of one distribution, clipped to its bounds."""
+def _draw(dist: Uniform | Normal | Lognormal | Choice, rng: np.random.Generator) -> Any:
+    """One draw of one distribution, clipped to its bounds."""
     if isinstance(dist, Choice):
         weights = None
         if dist.weights is not None:
             weights = np.asarray(dist.weights, float) / sum(dist.weights)
-        picks = rng.choice(len(dist.values), size=n, p=weights)
-        return [dist.values[int(i)] for i in picks]
+        return dist.values[int(rng.choice(len(dist.values), p=weights))]
     if isinstance(dist, Uniform):
-        x = rng.uniform(dist.low, dist.high, n)
+        x = rng.uniform(dist.low, dist.high)
     elif isinstance(dist, Normal):
-        x = rng.normal(dist.mean, dist.sd, n)
+        x = rng.normal(dist.mean, dist.sd)
     else:
-        x = dist.median * np.exp(rng.normal(0.0, dist.sigma, n))
-    x = np.clip(
-        x,
-        dist.min if dist.min is not None else -np.inf,
-        dist.max if dist.max is not None else np.inf,
-    )
-    return [float(v) for v in x]
+        x = dist.median * math.exp(rng.normal(0.0, dist.sigma))
+    low = dist.min if dist.min is not None else -math.inf
+    high = dist.max if dist.max is not None else math.inf
+    return float(min(max(x, low), high))
 
 
 def sample_points(
     vary: VaryFile, samples: int, seed: int, fixed: Sequence[tuple[str, Any]] = ()
 ) -> list[Point]:
-    """`samples` Monte Carlo points: each key drawn in file order from one seeded generator
-    (the same seed, file and count give the same points anywhere); `fixed` keys set on all."""
+    """`samples` Monte Carlo points from one seeded generator, point by point and each key in
+    file order: the same seed and file give the same points anywhere, and a larger --samples
+    extends the same sequence (its first points are those of a smaller run)."""
     if samples < 1:
         raise InputError(f"--samples: must be at least 1, got {samples}")
     rng = np.random.default_rng(seed)
-    draws = {key: _draw(dist, rng, samples) for key, dist in vary.vary.items()}
-    return [
-        Point(i, {**dict(fixed), **{k: v[i] for k, v in draws.items()}}) for i in range(samples)
-    ]
+    points = []
+    for i in range(samples):
+        drawn = {key: _draw(dist, rng) for key, dist in vary.vary.items()}
+        points.append(Point(i, {**dict(fixed), **drawn}))
+    return points
 
 
 def check_points(base: Scenario, catalog: Catalog, points: Iterable[Point]) -> None:
