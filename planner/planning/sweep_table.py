@@ -119,9 +119,10 @@ def build_table(keys: tuple[str, ...], rows: list[dict[str, Any]]) -> pd.DataFra
     for col in COLUMNS:
         frame[col.name] = frame[col.name].astype(col.dtype)
     frame["reason"] = frame["reason"].fillna("")
-    for col in gpu_cols:
-        planned = frame["status"].isin(["optimal", "time_limit"])
-        frame[col] = frame[col].where(~planned, frame[col].fillna(0)).astype("Int64")
+    made_a_fleet = frame["status"].isin(["optimal", "time_limit"])
+    for gpu_col in gpu_cols:
+        counts = frame[gpu_col]
+        frame[gpu_col] = counts.where(~made_a_fleet, counts.fillna(0)).astype("Int64")
     frame["point"] = frame["point"].astype("int64")
     return frame
 
