@@ -346,7 +346,7 @@ def sweep_report(result: SweepResult) -> Report:
         ("seconds", result.seconds),
         ("points per second", result.points_per_second),
         ("cost shown", result.metric),
-    ) + ((("seed", result.seed),) if result.seed is not None else ())
+    ) + ((("seed", str(result.seed)),) if result.seed is not None else ())
     varied = [k for k in result.keys if table[k].astype(str).nunique() > 1]
     charts = [results_chart(result, key) for key in varied]
     if result.mode == "monte_carlo" and len(ok):
