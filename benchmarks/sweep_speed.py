@@ -51,6 +51,9 @@ def main() -> None:
     ]
     ray = None
     if not args.no_ray:
+        import os
+
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # 127.0.0.1 only
         import ray
 
         start = time.perf_counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -363,7 +364,11 @@ def test_cli_monte_carlo_text_has_percentiles(tmp_path):
 
 @pytest.fixture(scope="module")
 def ray_cluster():
-    """A local Ray cluster of 2 CPUs, started here and shut down after the module."""
+    """A local Ray cluster of 2 CPUs on 127.0.0.1 only, started here and shut down after the
+    module."""
+    from planner.planning.sweep_ray import LOOPBACK_ONLY
+
+    os.environ.setdefault(LOOPBACK_ONLY, "0")  # before ray is imported
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
@@ -376,6 +381,7 @@ def test_ray_gives_the_same_rows_as_the_local_run(ray_cluster, grid_result, moe)
     base, cat = moe
     on_ray = sw.sweep(base, cat, sw.SweepSpec(grid=GRID), ray_address="local")
     assert on_ray.runner.startswith("ray local (2 CPUs)")
+    assert {n["NodeManagerAddress"] for n in ray_cluster.nodes()} == {"127.0.0.1"}
     _same_rows(on_ray.table, grid_result.table)
     assert on_ray.tornado == grid_result.tornado
     pd.testing.assert_frame_equal(on_ray.summary, grid_result.summary)

@@ -397,6 +397,7 @@ def execute(
         from planner.planning.sweep_ray import run_on_ray
 
         return run_on_ray(base, catalog, points, ray_address, jobs, progress)
+    jobs = max(1, min(jobs, len(points)))
     where = "this process" if jobs <= 1 else f"{jobs} local processes"
     return run_local(base, catalog, points, jobs, progress), f"local ({where})"
 

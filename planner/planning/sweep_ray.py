@@ -8,6 +8,7 @@ the same pure function as the local pool, so the rows are the same.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,9 @@ from planner.schema.scenario import Scenario
 
 _INPUTS: dict[str, tuple[Scenario, Catalog]] = {}
 BATCH = 64  # results collected per ray.wait
+# Ray binds a local cluster to the machine's address unless told it is a single-node one;
+# `local` keeps every Ray process on 127.0.0.1 (read when ray is first imported)
+LOOPBACK_ONLY = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
 
 def _ray():
@@ -45,8 +49,10 @@ def _task(refs: list[Any], point: Point) -> dict[str, Any]:
 
 def connect(address: str, jobs: int | None = None) -> tuple[Any, bool]:
     """Join the cluster at `address`, or start a local one for `local` (dashboard off,
-    `jobs` CPUs); a Ray already initialised in this process is used as it is. Returns the
-    module and whether this call started it (and so should shut it down)."""
+    `jobs` CPUs, on 127.0.0.1 only); a Ray already initialised in this process is used as it
+    is. Returns the module and whether this call started it (and so should shut it down)."""
+    if address == "local":
+        os.environ.setdefault(LOOPBACK_ONLY, "0")
     ray = _ray()
     if ray.is_initialized():
         return ray, False
