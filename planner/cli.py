@@ -84,8 +84,15 @@ def _catalog(ctx: click.Context):
 )
 @click.option("--time-limit", type=float, default=None, help="Solver time limit in seconds.")
 @click.option("--plot", is_flag=True, help="Also write PNG charts next to the workbook.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write an interactive, self-contained HTML report to this file.",
+)
 @click.pass_context
-def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -> None:
+def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot, html_path) -> None:
     """Plan the cheapest fleet that meets a scenario's SLAs.
 
     Example: planner solve scenarios/chatbot.yaml -o exports/chatbot.xlsx
@@ -101,7 +108,7 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
     analysis = None
     written, charts = None, []
     default_book = EXPORTS_DIR / f"{Path(scenario).stem}.xlsx"
-    if not no_export or plot:
+    if not no_export or plot or html_path:
         from planner.planning.breakeven import analyse
 
         analysis = _with_progress(analyse, result)
@@ -114,6 +121,12 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
         written = write_workbook(result, target, analysis)
     if plot:
         charts = _write_plots(result, analysis, written or Path(output or default_book))
+    report = None
+    if html_path:
+        from planner.planning.report import plan_report
+        from planner.render.html import write_html
+
+        report = write_html(plan_report(result, analysis), html_path)
     if as_json:
         click.echo(to_json(plan_dict(result)), nl=False)
     else:
@@ -122,6 +135,126 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
             click.echo(f"Workbook: {written}")
         for chart in charts:
             click.echo(f"Chart: {chart}")
+        if report:
+            click.echo(f"Report: {report}")
+
+
+@cli.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=V1,V2,...",
+    help="A scenario key and the values to try (YAML), e.g. workload.requests_per_second=10,20; "
+    "repeatable: the grid is every combination.",
+)
+@click.option(
+    "--vary",
+    "vary_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="YAML of distributions (uniform, normal, lognormal, choice) to draw --samples from.",
+)
+@click.option("--samples", type=int, default=None, help="Monte Carlo points to draw.")
+@click.option("--seed", type=int, default=None, help="Random seed (default: the file's, else 0).")
+@click.option("--jobs", type=int, default=None, help="Local worker processes (default: CPUs).")
+@click.option(
+    "--ray",
+    "ray_address",
+    default=None,
+    metavar="ADDRESS|local",
+    help="Run the points as Ray tasks on the cluster at ADDRESS (or 'auto'), or on a local "
+    "Ray started for the run ('local'); needs pip install -e '.[ray]'.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the result table: FILE.csv or FILE.parquet.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the sweep as one JSON object.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write an interactive, self-contained HTML report of the sweep.",
+)
+@click.option(
+    "--metric",
+    default=None,
+    help="Cost the tornado ranks inputs by (default: over_time_per_month_usd with a finance "
+    "section, else cost_per_month_usd).",
+)
+@click.pass_context
+def sweep(
+    ctx,
+    scenario,
+    sets,
+    vary_path,
+    samples,
+    seed,
+    jobs,
+    ray_address,
+    output,
+    as_json,
+    html_path,
+    metric,
+) -> None:
+    """What-if: a grid over scenario keys, or a Monte Carlo, each point a full plan.
+
+    Example: planner sweep scenarios/chatbot.yaml --set workload.requests_per_second=10,20,40
+    """
+    from planner.inputs.scenarios import load_scenario
+    from planner.inputs.sweep import load_vary, parse_set
+    from planner.planning import sweep as sweeps
+
+    if jobs is not None and jobs < 1:
+        raise InputError(f"--jobs: must be at least 1, got {jobs}")
+    grid = tuple((k, tuple(v)) for k, v in map(parse_set, sets))
+    vary = load_vary(vary_path) if vary_path else None
+    spec = sweeps.SweepSpec(grid=grid, vary=vary, samples=samples, seed=seed, metric=metric)
+    base, catalog = load_scenario(scenario, _catalog(ctx))
+    _, _, points = spec.points()
+    result = _run_sweep(sweeps, base, catalog, spec, points, jobs, ray_address)
+    _sweep_outputs(result, output, as_json, html_path)
+    if result.interrupted:
+        sys.exit(130)
+
+
+def _run_sweep(sweeps, base, catalog, spec, points, jobs, ray_address):
+    """The sweep, with a progress bar on an interactive terminal."""
+    if not sys.stderr.isatty():
+        return sweeps.sweep(base, catalog, spec, jobs, ray_address, None, points)
+    with click.progressbar(length=len(points), label="sweep", file=sys.stderr) as bar:
+        return sweeps.sweep(base, catalog, spec, jobs, ray_address, bar.update, points)
+
+
+def _sweep_outputs(result, output, as_json, html_path) -> None:
+    """Write the table and the report, print the sweep (text or JSON)."""
+    from planner.render.json import to_json
+    from planner.render.sweep import render_sweep, sweep_dict, write_table
+
+    written = []
+    if output:
+        written.append(write_table(result, output))
+    if html_path:
+        from planner.planning.report import sweep_report
+        from planner.render.html import write_html
+
+        written.append(write_html(sweep_report(result), html_path))
+    if as_json:
+        click.echo(to_json(sweep_dict(result)), nl=False)
+    else:
+        click.echo(render_sweep(result), nl=False)
+        for path in written:
+            click.echo(f"Wrote {path}")
+    if result.interrupted:
+        click.echo(
+            f"interrupted: kept {len(result.table)} of {result.points_total} points", err=True
+        )
 
 
 def _write_plots(result, analysis, workbook: Path) -> list[Path]:

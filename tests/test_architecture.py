@@ -16,6 +16,9 @@ DOORS = {
     "openpyxl": {"render.xlsx"},
     "click": {"cli"},
     "matplotlib": {"render.png"},
+    "plotly": {"render.html"},
+    "ray": {"planning.sweep_ray"},
+    "pyarrow": {"render.sweep"},
 }
 # layers: a module may import only from its own layer or lower ones
 LAYERS = [
