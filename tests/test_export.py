@@ -602,6 +602,20 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     assert any("GPU counts are as planned" in n for n in notes)
 
 
+def test_workbook_monthly_figures_equal_the_json(time_plan, time_written):
+    """Every month's volume, tokens and cost in the workbook are the JSON plan's."""
+    from planner.render.json import plan_dict
+
+    months = plan_dict(time_plan)["over_time"]["monthly"]
+    got = read_back(time_written)
+    ws = openpyxl.load_workbook(time_written)["Monthly"]
+    for i, month in enumerate(months):
+        r = i + 2
+        for col, key in (("B", "avg_requests_per_s"), ("C", "output_tokens"), ("H", "total_usd")):
+            assert close(got.get(f"Monthly!{col}{r}", ws[f"{col}{r}"].value), month[key]), (r, key)
+    assert close(got.get("Monthly!B2", ws["B2"].value), 17.0625)
+
+
 def test_periods_sheet(time_plan, time_written):
     ot = time_plan.over_time
     got = read_back(time_written)

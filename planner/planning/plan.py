@@ -84,10 +84,13 @@ class PeriodPlan:
 
 @dataclass(frozen=True)
 class MonthPlan:
-    """One month: demand, output tokens and cost by tier (its block's cost split evenly)."""
+    """One month: peak and served demand, tokens and cost by tier (its block's cost split
+    evenly over its months)."""
 
     month: int  # from 1
-    avg_requests_per_s: float
+    peak_requests_per_s: float  # all classes' peak this month (the scenario's peak x growth)
+    avg_requests_per_s: float  # served on average: the profile's mean x this month's peak
+    input_tokens: float  # served in the month
     output_tokens: float
     reserved_usd: float
     owned_usd: float
