@@ -760,3 +760,34 @@ def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
     total = len(ot.monthly) + 2
     assert close(got[f"Monthly!E{total}"], ot.solution.cost_by_tier["owned"])
     assert close(got[f"Monthly!H{total}"], ot.solution.total_cost)
+
+
+def test_summary_shows_every_solve_and_never_calls_a_time_limited_one_optimal(time_plan, tmp_path):
+    """The Summary's Solves table: the peak plan, the single-GPU plan, the plan over time and
+    its all-on-demand comparison, each with its own status and gap."""
+    from planner.render.json import plan_dict
+    from planner.render.xlsx.names import SUMMARY_SOLVES_ROW
+
+    ot = time_plan.over_time
+    stopped = dataclasses.replace(
+        ot.solution, status="time_limit", lower_bound=ot.solution.total_cost * 0.9
+    )
+    p = dataclasses.replace(time_plan, over_time=dataclasses.replace(ot, solution=stopped))
+    path = write_workbook(p, tmp_path / "stopped.xlsx", BuildVsBuy([], None))
+    ws = openpyxl.load_workbook(path)["Summary"]
+    first = SUMMARY_SOLVES_ROW + 2
+    rows = {
+        ws[f"A{r}"].value: (ws[f"B{r}"].value, ws[f"C{r}"].value) for r in range(first, first + 4)
+    }
+    assert set(rows) == {
+        "peak plan",
+        "best single-GPU-type plan",
+        "plan over time",
+        "all on-demand",
+    }
+    assert rows["plan over time"][0] == "time_limit (gap 10.0%)"
+    assert rows["plan over time"][1] == pytest.approx(0.1)
+    assert rows["peak plan"][0] == time_plan.fleet.status
+    solves = {s["name"]: s for s in plan_dict(p)["solves"]}
+    assert solves["plan over time"]["status"] == "time_limit"
+    assert solves["plan over time"]["gap"] == pytest.approx(0.1)

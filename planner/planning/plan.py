@@ -41,6 +41,25 @@ class PriceFact:
         return "reserved" if self.tier.startswith("reserved") else self.tier
 
 
+@dataclass(frozen=True)
+class SolveFact:
+    """One solve behind the plan: what it decided, how it ended, the gap it left, how long."""
+
+    name: str
+    status: str  # optimal, time_limit, infeasible
+    gap: float  # relative gap to the solver's bound (0 when optimal)
+    seconds: float
+    backend: str
+    time_limit_s: float
+
+    @property
+    def label(self) -> str:
+        """The status as every renderer writes it: "optimal", "time_limit (gap 10.9%)"."""
+        if self.status == "optimal" or not np.isfinite(self.gap):
+            return self.status
+        return f"{self.status} (gap {self.gap:.1%})"
+
+
 TIERS = ("reserved", "owned", "on_demand", "spot")  # held for the horizon, then rented
 
 
@@ -194,6 +213,24 @@ class Plan:
     solver: SolverOptions = field(default_factory=SolverOptions)  # for every later re-solve
 
     @property
+    def solves(self) -> tuple[SolveFact, ...]:
+        """Every solve behind the figures: the peak plan, the best single-GPU-type plan, the
+        plan over time and its all-on-demand comparison, each with its status and gap."""
+        opt = self.solver
+        out = [_solve_fact("peak plan", self.fleet, opt)]
+        if self.single_gpu_best is not None:
+            out.append(_solve_fact("best single-GPU-type plan", self.single_gpu_best, opt))
+        ot = self.over_time
+        if ot is not None:
+            for name, sol in (("plan over time", ot.solution), ("all on-demand", ot.all_on_demand)):
+                if sol is not None:
+                    fact = SolveFact(
+                        name, sol.status, sol.gap, sol.solve_seconds, opt.backend, opt.time_limit_s
+                    )
+                    out.append(fact)
+        return tuple(out)
+
+    @property
     def average_demand_factor(self) -> float:
         """Mean demand over the day or week as a fraction of the peak (1 without a profile)."""
         if self.over_time is None:
@@ -261,3 +298,10 @@ class Plan:
             * TOKENS_PER_1K
             for d in self.fleet.deployments
         )
+
+
+def _solve_fact(name: str, fleet: FleetSummary, options: SolverOptions) -> SolveFact:
+    """A solved fleet's status, gap and time as a SolveFact."""
+    return SolveFact(
+        name, fleet.status, fleet.gap, fleet.solve_seconds, options.backend, options.time_limit_s
+    )

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.planning.plan import PeriodPlan, Plan, TimePlan
+from planner.planning.plan import PeriodPlan, Plan, SolveFact, TimePlan
 from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 
@@ -157,10 +157,22 @@ def plan_dict(plan: Plan) -> dict:
         api=[_quote_dict(q) for q in plan.api_quotes],
         cheapest_api=_quote_dict(plan.cheapest_api) if plan.cheapest_api else None,
         notes=list(plan.notes),
+        solves=[solve_record(f) for f in plan.solves],
     )
     out["lower_bound_per_hour_usd"] = plan.fleet.lower_bound_per_hour_usd
     out["over_time"] = time_plan_dict(plan.over_time) if plan.over_time is not None else None
     return out
+
+
+def solve_record(fact: SolveFact) -> dict:
+    """One solve's name, status and gap (its seconds left out: reruns stay byte-identical)."""
+    return {
+        "name": fact.name,
+        "status": fact.status,
+        "gap": fact.gap,
+        "backend": fact.backend,
+        "time_limit_s": fact.time_limit_s,
+    }
 
 
 def period_record(period: PeriodPlan) -> dict:

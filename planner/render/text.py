@@ -182,7 +182,15 @@ def render_plan(plan: Plan) -> str:
     lines += [f"Note: {n}" for n in plan.notes]
     if plan.over_time is not None:
         lines.append(render_time_plan(plan.over_time))
+    lines += ["", solves_line(plan)]
     return "\n".join(lines)
+
+
+def solves_line(plan: Plan) -> str:
+    """Every solve behind the figures with its status, gap and time."""
+    opt = plan.solver
+    parts = [f"{f.name} {f.label} in {f.seconds:.1f} s" for f in plan.solves]
+    return f"Solves ({opt.backend}, limit {opt.time_limit_s:g} s each): " + "; ".join(parts)
 
 
 def _comparison_lines(plan: Plan) -> list[str]:

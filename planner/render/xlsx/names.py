@@ -65,7 +65,8 @@ SUMMARY_ROWS: dict[str, int] = {
     "api_saving_monthly_usd": 23,
 }
 SUMMARY_CELLS: dict[str, str] = {key: f"B{row}" for key, row in SUMMARY_ROWS.items()}
-SUMMARY_NOTES_ROW = 25
+SUMMARY_SOLVES_ROW = 30  # "Solves" title; header below, one row per Plan.solves (at most 4)
+SUMMARY_NOTES_ROW = 37
 CLASS_TABLE_COLUMN = 6  # F: the per-class table on the Summary sheet
 
 FLEET_COLUMNS: tuple[tuple[str, str | None], ...] = (

@@ -15,6 +15,7 @@ from planner.render.xlsx.names import (
     HOURS_NAME,
     SUMMARY_NOTES_ROW,
     SUMMARY_ROWS,
+    SUMMARY_SOLVES_ROW,
     UTILISATION_NAME,
     ref,
 )
@@ -71,7 +72,13 @@ def _summary_rows(
         "scenario": ("scenario", plan.scenario_name, None, None, ""),
         "model": ("model", plan.model_id, None, None, ""),
         "engine": ("engine", plan.engine, None, None, ""),
-        "status": ("solver status", _status(fleet), None, None, ""),
+        "status": (
+            "peak plan solver status",
+            _status(fleet),
+            None,
+            None,
+            "every solve's status and gap: Solves table below",
+        ),
         "gap": (
             "optimality gap",
             fleet.gap,
@@ -235,6 +242,19 @@ def _write_class_table(ws: Worksheet, plan: Plan) -> None:
             put(ws, 2 + i, col + j, v, fmt)
 
 
+def _write_solves(ws: Worksheet, plan: Plan) -> None:
+    """Every solve behind the figures with its status, gap and time: a time-limited solve
+    never reads as optimal."""
+    ws.cell(row=SUMMARY_SOLVES_ROW, column=1, value="Solves").font = BOLD
+    header(ws, ["solve", "status", "gap", "seconds (limit)"], row=SUMMARY_SOLVES_ROW + 1)
+    for i, fact in enumerate(plan.solves):
+        r = SUMMARY_SOLVES_ROW + 2 + i
+        put(ws, r, 1, fact.name)
+        put(ws, r, 2, fact.label)
+        put(ws, r, 3, fact.gap, PERCENT)
+        put(ws, r, 4, f"{fact.seconds:.1f} s ({fact.backend}, limit {fact.time_limit_s:g} s)")
+
+
 def write_summary(
     ws: Worksheet,
     plan: Plan,
@@ -250,6 +270,7 @@ def write_summary(
         put(ws, r, 2, value, fmt)
         put(ws, r, 3, planner, fmt)
         put(ws, r, 4, unit)
+    _write_solves(ws, plan)
     ws.cell(row=SUMMARY_NOTES_ROW, column=1, value="Notes").font = BOLD
     notes = list(plan.notes) or ["(none)"]
     for i, note in enumerate(notes):
