@@ -578,12 +578,14 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
         assert ws[f"A{r}"].value == row["month"]
         for col, key in columns.items():
             value = ws[f"{col}{r}"].value
-            if col in "DEFGHI" or r > 2:
-                assert isinstance(value, str) and value.startswith("="), (col, r, value)
+            assert isinstance(value, str) and value.startswith("="), (col, r, value)
             assert close(got.get(f"Monthly!{col}{r}", value), row[key]), (col, r)
         assert ws[f"J{r}"].value == pytest.approx(row["total_usd"])
         assert ws[f"F{r}"].number_format == export.MONEY
-    assert ws["C3"].value == "=$C$2*(1+growth)^(A3-1)"
+    assert ws["C3"].value == (
+        "=SUMPRODUCT('Summary'!$G$2:$G$2,'Summary'!$I$2:$I$2,'Summary'!$M$2:$M$2)"
+        "*3600*hours_per_month*(1+growth)^(A3-1)"
+    )
     total = len(monthly) + 2
     assert ws[f"A{total}"].value == "Total"
     sol = ot.solution
@@ -599,7 +601,7 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     assert ws[f"H{total + 4}"].value == pytest.approx(ot.all_reserved_cost)
     assert close(got[f"Monthly!H{total + 5}"], ot.all_reserved_cost - sol.total_cost)
     notes = [c.value for c in ws["A"] if isinstance(c.value, str)]
-    assert any("GPU counts are as planned" in n for n in notes)
+    assert any("GPU counts are as planned (they cannot be live)" in n for n in notes)
 
 
 def test_workbook_monthly_figures_equal_the_json(time_plan, time_written):
@@ -639,6 +641,7 @@ def test_periods_sheet(time_plan, time_written):
 
 def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written):
     wb = openpyxl.load_workbook(time_written)
+    got = read_back(time_written)
     ot = time_plan.over_time
     tiers = set()
     for fact in ot.prices:
@@ -648,11 +651,20 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
         if tier != "on_demand":
             name = f"price_{tier}_{_ident(fact.gpu)}"
         cell = _named_cell(wb, name)
-        assert cell.value == pytest.approx(fact.usd_per_gpu_hour, rel=1e-12), name
         shaded = cell.parent.cell(row=cell.row, column=1).fill.fill_type == "solid"
-        assert shaded == fact.assumption, name
+        if fact.discount_vs_on_demand is not None:  # follows the on-demand price, live
+            assert cell.value == f"=price_{_ident(fact.gpu)}*(1-reserved_discount)", name
+            value = got[f"Assumptions!{cell.coordinate}"]
+            assert value == pytest.approx(fact.usd_per_gpu_hour, rel=1e-12), name
+            assert not shaded, name  # a formula, not an input
+        else:
+            assert cell.value == pytest.approx(fact.usd_per_gpu_hour, rel=1e-12), name
+            assert shaded == fact.assumption, name
         assert cell.parent.cell(row=cell.row, column=9).value == name
     assert {"on_demand", "reserved", "spot"} <= tiers
+    discount = _named_cell(wb, "reserved_discount")
+    assert discount.value == 0.4
+    assert discount.parent.cell(row=discount.row, column=1).fill.fill_type == "solid"
     for d in time_plan.fleet.deployments:  # the fleet's names still work
         assert _named_cell(wb, f"price_{_ident(d.gpu)}").value == d.price_usd_per_gpu_hour
     assert _named_cell(wb, "growth").value == 0.05  # exactly, as the scenario says
@@ -663,28 +675,36 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
 
 
 def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_path):
+    """An edited on-demand price and reserved discount move the reserved price; growth
+    moves every month's tokens (month 1 included: all are live)."""
     ot = time_plan.over_time
     sol = ot.solution
     periods = ot.periods
     held = next(g for g, n in sol.reserved.items() if n)
     rented = next(g for g in sol.gpu_types if any(p.gpus[g].on_demand for p in periods))
+    od = {f.gpu: f.usd_per_gpu_hour for f in ot.prices if f.tier == "on_demand"}
     wb = openpyxl.load_workbook(time_written)
-    _named_cell(wb, f"price_reserved_{_ident(held)}").value += 1.0
     _named_cell(wb, f"price_{_ident(rented)}").value += 0.5
+    _named_cell(wb, "reserved_discount").value = 0.3
     _named_cell(wb, "growth").value = 0.10
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     got = read_back(edited)
+    new_od_held = od[held] + (0.5 if held == rented else 0.0)
+    res_old = next(
+        f.usd_per_gpu_hour for f in ot.prices if f.gpu == held and f.plan_tier == "reserved"
+    )
+    res_change = new_od_held * (1 - 0.3) - res_old
     tokens_1 = ot.monthly[0].output_tokens
     for i, month in enumerate(ot.monthly):
         r, m = i + 2, month.month
         block = [p for p in periods if m in p.months]
         od_hours = sum(p.gpus[rented].on_demand * p.hours for p in block) / len(block[0].months)
-        expect = month.total_usd + sol.reserved[held] * 1.0 * HOURS_PER_MONTH + 0.5 * od_hours
+        expect = month.total_usd + sol.reserved[held] * res_change * HOURS_PER_MONTH
+        expect += 0.5 * od_hours
         tokens = tokens_1 * 1.1 ** (m - 1)
         assert close(got[f"Monthly!H{r}"], expect), m
-        if r > 2:  # month 1 is the planner's number, later months grow from it
-            assert close(got[f"Monthly!C{r}"], tokens), m
+        assert close(got[f"Monthly!C{r}"], tokens), m
         assert close(got[f"Monthly!I{r}"], expect / tokens * 1e3), m
     fleet_gpus = sum(d.gpus for d in time_plan.fleet.deployments if d.gpu == rented)
     expect_h = time_plan.fleet.total_cost_per_hour_usd + 0.5 * fleet_gpus
@@ -699,7 +719,10 @@ def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_wri
     for i, q in enumerate(time_plan.api_quotes):
         r = i + 3
         c = by_quote[q]
-        assert ws[f"F{r}"].value == f"=E{r}*hours_per_month*average_demand_factor"
+        n = len(time_plan.over_time.monthly)
+        assert ws[f"F{r}"].value == (
+            f"=('Monthly'!$M${n + 2}*C{r}+'Monthly'!$C${n + 2}*D{r})/1000000/{n}"
+        )
         assert close(got[f"Build vs API!F{r}"], c.api_monthly_usd)
         assert close(ws[f"H{r}"].value, c.api_monthly_usd)
         be = c.break_even_peak_requests_per_s
@@ -708,7 +731,10 @@ def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_wri
     assert found == {True, False}  # both kinds of row are exercised
     cheapest = min(c.api_monthly_usd for c in by_quote.values())
     assert close(got["cheapest_api_monthly_cost_usd"], cheapest)
-    assert close(got["api_saving_monthly_usd"], cheapest - time_plan.fleet.monthly_cost_usd)
+    own = time_plan.self_hosted_monthly_usd
+    assert close(got["api_saving_monthly_usd"], cheapest - own)
+    assert close(got["Build vs API!F2"], own)
+    assert own == pytest.approx(time_plan.over_time.solution.total_cost / n)
 
 
 def test_monthly_cost_chart(time_plan, time_written):

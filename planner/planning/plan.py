@@ -13,7 +13,7 @@ from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.perf.candidates import Price
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
-from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class PriceFact:
     usd_per_gpu_hour: float
     source: str
     assumption: bool
+    discount_vs_on_demand: float | None = None  # set when derived as on-demand x (1 - d)
 
     @property
     def plan_tier(self) -> str:
@@ -89,6 +90,9 @@ class PeriodPlan:
     demand: dict[str, float]  # request class -> req/s
     gpus: dict[str, TierGpus]  # GPU type -> GPUs by tier (every type of the plan)
     cost_usd: float
+    # requests/s the period's fleet carries at planned utilisation, capacity weighted by the
+    # period's class mix, spot replicas net of pre-emption
+    capacity_requests_per_s: float = 0.0
 
     @property
     def demand_requests_per_s(self) -> float:
@@ -138,10 +142,26 @@ class TimePlan:
     output_tokens: float
     problem: TimeProblem
     notes: tuple[str, ...] = ()
+    class_mean_level: dict[str, float] = field(default_factory=dict)  # class -> profile mean
+    shared_profile: bool = True  # every class follows the scenario's one hourly profile
 
     @property
     def cost_per_1k_output_tokens_usd(self) -> float:
         return self.solution.total_cost / self.output_tokens * 1e3
+
+    @property
+    def monthly_average_usd(self) -> float:
+        """The horizon's cost a month on average: what self-hosting is compared at."""
+        return self.solution.total_cost / self.horizon_months
+
+    def api_monthly_usd(self, quote: ApiQuote) -> float:
+        """An API's bill a month averaged over the horizon: the tokens each month serves."""
+        total = sum(
+            (m.input_tokens * quote.input_usd_per_1m + m.output_tokens * quote.output_usd_per_1m)
+            / TOKENS_PER_1M
+            for m in self.monthly
+        )
+        return total / self.horizon_months
 
     @property
     def monthly_total_usd(self) -> float:
@@ -242,6 +262,11 @@ class Plan:
         return sum(c.requests_per_second for c in self.classes)
 
     @property
+    def capacity_requests_per_s(self) -> float:
+        """Requests/s the peak fleet carries at planned utilisation (every line summed)."""
+        return float(sum(d.capacity_requests_per_s for d in self.fleet.deployments))
+
+    @property
     def input_tokens_per_s(self) -> float:
         """Input tokens a second of every class at its peak demand."""
         return sum(c.requests_per_second * c.input_tokens for c in self.classes)
@@ -270,8 +295,30 @@ class Plan:
         return min(self.api_quotes, key=lambda q: q.cost_per_hour_usd, default=None)
 
     def api_monthly_usd(self, quote: ApiQuote) -> float:
-        """An API's bill a month at the average demand: it bills the tokens served."""
+        """An API's bill a month for the tokens served: at the average demand, averaged over
+        the horizon's months when there is a plan over time."""
+        if self.over_time is not None:
+            return self.over_time.api_monthly_usd(quote)
         return quote.monthly_cost_usd * self.average_demand_factor
+
+    @property
+    def self_hosted_monthly_usd(self) -> float:
+        """Self-hosting's cost a month as APIs are compared with it: the plan over time's
+        average month when there is one, else the fleet sized for the peak, 24/7."""
+        if self.over_time is not None:
+            return self.over_time.monthly_average_usd
+        return self.fleet.monthly_cost_usd
+
+    @property
+    def self_hosted_basis(self) -> str:
+        """What `self_hosted_monthly_usd` is, for every renderer to say."""
+        ot = self.over_time
+        if ot is not None:
+            return (
+                f"average month of the {ot.horizon_months}-month plan over time (reserved, "
+                "owned, on-demand and spot)"
+            )
+        return f"fleet sized for the peak, 24/7 ({self.fleet.total_gpus} GPUs)"
 
     @property
     def cheapest_api_monthly_usd(self) -> float | None:
@@ -282,9 +329,9 @@ class Plan:
     @property
     def api_saving_monthly_usd(self) -> float | None:
         """What self-hosting saves a month against the cheapest API (negative: the API is
-        cheaper), the fleet sized for the peak against the API at the average demand."""
+        cheaper), both as `self_hosted_monthly_usd` and `api_monthly_usd` have them."""
         api = self.cheapest_api_monthly_usd
-        return None if api is None else api - self.fleet.monthly_cost_usd
+        return None if api is None else api - self.self_hosted_monthly_usd
 
     @property
     def deployment_cost_per_1k_output_tokens_usd(self) -> tuple[float, ...]:

@@ -143,6 +143,7 @@ def _reserved_price(finance: Finance, gpu: Gpu, od: float | None):
             f"on-demand x (1 - {res.discount_vs_on_demand:g}) from "
             "finance.reserved.discount_vs_on_demand",
             True,
+            res.discount_vs_on_demand,
         )
     return None
 
@@ -240,6 +241,8 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
         output_tokens=float(np.sum([m.output_tokens for m in monthly])),
         problem=problem,
         notes=_time_notes(prices, gpus),
+        class_mean_level={n: float(m) for n, m in zip(names, profiles.mean(axis=1), strict=True)},
+        shared_profile=not fin.profile.by_class,
     )
 
 
@@ -294,9 +297,20 @@ def _periods(
             demand={n: float(problem.demand[w, p]) for w, n in enumerate(names)},
             gpus={g: _tier_gpus(problem, sol, i, p) for i, g in enumerate(sol.gpu_types)},
             cost_usd=float(_period_cost(problem, sol, p)),
+            capacity_requests_per_s=_period_capacity(problem, sol, p),
         )
         for p, hours in enumerate(problem.hours)
     )
+
+
+def _period_capacity(problem: TimeProblem, sol: TimeSolution, p: int) -> float:
+    """Requests/s period p's replicas carry at planned utilisation, each candidate's
+    capacity weighted by the period's class mix; spot replicas net of pre-emption."""
+    demand = problem.demand[:, p]
+    weights = demand / demand.sum() if demand.sum() > 0 else np.full(len(demand), 1 / len(demand))
+    per_replica = problem.capacity @ weights
+    keep = 1.0 - problem.preemption_overhead
+    return float((sol.replicas[:, p] + keep * sol.spot_replicas[:, p]) @ per_replica)
 
 
 def _tier_gpus(problem: TimeProblem, sol: TimeSolution, i: int, p: int) -> TierGpus:

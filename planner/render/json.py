@@ -217,7 +217,9 @@ def compare_dict(plan: Plan, rows) -> dict:
         "model": plan.model_id,
         "demand_requests_per_s": plan.total_requests_per_s,
         "average_demand_factor": plan.average_demand_factor,
-        "self_hosted_monthly_usd": plan.fleet.monthly_cost_usd,
+        "self_hosted_monthly_usd": plan.self_hosted_monthly_usd,
+        "self_hosted_basis": plan.self_hosted_basis,
+        "peak_fleet_monthly_usd": plan.fleet.monthly_cost_usd,
         "apis": [
             {
                 **_quote_dict(r.quote),

@@ -11,12 +11,15 @@ from planner.render.xlsx.cells import finite, header, put
 from planner.render.xlsx.names import (
     BUILD_VS_API,
     CLASS_TABLE_COLUMN,
+    FACTOR_NAME,
     FLEET,
     HOURS_NAME,
+    OVER_CAPACITY,
     SUMMARY_NOTES_ROW,
     SUMMARY_ROWS,
     SUMMARY_SOLVES_ROW,
     UTILISATION_NAME,
+    Names,
     ref,
 )
 from planner.render.xlsx.styles import (
@@ -68,6 +71,7 @@ def _summary_rows(
     single_m = single.monthly_cost_usd if single else None
     f_ref = {k: ref(FLEET, v) for k, v in totals.items()}
     api_range = f"{ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}"
+    self_hosted = ref(BUILD_VS_API, "F2")
     return {
         "scenario": ("scenario", plan.scenario_name, None, None, ""),
         "model": ("model", plan.model_id, None, None, ""),
@@ -203,43 +207,64 @@ def _summary_rows(
         ),
         "api_saving_monthly_usd": (
             "self-host saving vs cheapest API",
-            "=B22-B12" if api else None,
+            f"=B22-{self_hosted}" if api else None,
             plan.api_saving_monthly_usd,
             MONEY,
-            "$/month; negative means the API is cheaper",
+            f"$/month against the {plan.self_hosted_basis} (Build vs API row 2); negative "
+            "means the API is cheaper",
+        ),
+        "capacity_requests_per_s": (
+            "peak fleet capacity",
+            f"={f_ref['capacity']}",
+            plan.capacity_requests_per_s,
+            RATE,
+            "req/s at the utilisation above (Fleet sheet); GPU counts are the planner's",
+        ),
+        "capacity_check": (
+            "capacity check (peak)",
+            f'=IF(B8>B24,"{OVER_CAPACITY}","ok")',
+            None,
+            None,
+            "demand above the planned fleet's capacity is flagged",
         ),
     }
 
 
-def _write_class_table(ws: Worksheet, plan: Plan) -> None:
+def _workload(names: Names | None, key: str, cls: str, value: Any) -> Any:
+    """A class's demand or token count: the Assumptions sheet's cell when it is named."""
+    name = names.workload.get((key, cls)) if names is not None else None
+    return f"={name}" if name else value
+
+
+def _mean_level(plan: Plan, cls: str) -> Any:
+    """A class's average demand as a fraction of its peak: the shared, editable factor when
+    every class follows the one profile, else the class's own profile mean."""
+    ot = plan.over_time
+    if ot is None:
+        return None
+    return f"={FACTOR_NAME}" if ot.shared_profile else ot.class_mean_level.get(cls)
+
+
+def _write_class_table(ws: Worksheet, plan: Plan, names: Names | None) -> None:
     col = CLASS_TABLE_COLUMN
-    header(
-        ws,
-        [
-            "class",
-            "req/s",
-            "input tokens",
-            "output tokens",
-            "SLA TPOT ms",
-            "SLA TTFT ms",
-            "statistic",
-        ],
-        column=col,
-    )
+    labels = ["class", "req/s", "input tokens", "output tokens", "SLA TPOT ms", "SLA TTFT ms"]
+    labels += ["statistic"] + (["average / peak"] if plan.over_time is not None else [])
+    header(ws, labels, column=col)
+    fmts = [None, RATE, COUNT, COUNT, MS, MS, None, PERCENT]
     for i, c in enumerate(plan.classes):
         values = [
             c.name,
-            c.requests_per_second,
-            c.input_tokens,
-            c.output_tokens,
+            _workload(names, "demand", c.name, c.requests_per_second),
+            _workload(names, "input_tokens", c.name, c.input_tokens),
+            _workload(names, "output_tokens", c.name, c.output_tokens),
             c.tpot_ms,
             c.ttft_ms,
             c.statistic,
         ]
-        for j, (v, fmt) in enumerate(
-            zip(values, [None, RATE, COUNT, COUNT, MS, MS, None], strict=True)
-        ):
-            put(ws, 2 + i, col + j, v, fmt)
+        if plan.over_time is not None:
+            values.append(_mean_level(plan, c.name))
+        for j, v in enumerate(values):
+            put(ws, 2 + i, col + j, v, fmts[j])
 
 
 def _write_solves(ws: Worksheet, plan: Plan) -> None:
@@ -259,11 +284,11 @@ def write_summary(
     ws: Worksheet,
     plan: Plan,
     totals: dict[str, str],
-    price_names: dict[str, str],
+    names: Names,
     api_rows: tuple[int, int],
 ) -> None:
     header(ws, ["item", "value", "planner value", "unit / note"])
-    rows = _summary_rows(plan, totals, price_names, api_rows)
+    rows = _summary_rows(plan, totals, names.gpu, api_rows)
     for key, (label, value, planner, fmt, unit) in rows.items():
         r = SUMMARY_ROWS[key]
         ws.cell(row=r, column=1, value=label)
@@ -276,7 +301,7 @@ def write_summary(
     for i, note in enumerate(notes):
         ws.cell(row=SUMMARY_NOTES_ROW + 1 + i, column=1, value="note")
         put(ws, SUMMARY_NOTES_ROW + 1 + i, 2, note)
-    _write_class_table(ws, plan)
+    _write_class_table(ws, plan, names)
     ws.freeze_panes = "A2"
     fit_widths(ws)
     ws.column_dimensions["B"].width = 24

@@ -149,7 +149,7 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, CandidateSheet]:
     if monthly is not None and periods is not None:
         write_monthly(monthly, plan, names, write_periods(periods, plan, names))
     api_rows = write_build_vs_api(api, plan, totals, names, analysis)
-    write_summary(summary, plan, totals, names.gpu, api_rows)
+    write_summary(summary, plan, totals, names, api_rows)
     if charts is not None:
         write_charts(charts, plan, analysis, points, frontier)
     cand = CandidateSheet(cand_ws, plan.candidates)
