@@ -59,6 +59,19 @@ def cli(ctx: click.Context, catalog_dir: tuple[str, ...], debug: bool) -> None:
     ctx.obj["catalog_dir"] = catalog_dir
 
 
+def _wide_option(func):
+    """--wide: every column, unwrapped (default: fit 100 columns)."""
+    return click.option(
+        "--wide", is_flag=True, help="Show every column unwrapped (default: fit 100 columns)."
+    )(func)
+
+
+def _layout(wide: bool):
+    from planner.render.tables import Layout
+
+    return Layout(wide=wide)
+
+
 def _catalog(ctx: click.Context):
     from planner.inputs.catalog import load_catalog
 
@@ -84,8 +97,9 @@ def _catalog(ctx: click.Context):
 )
 @click.option("--time-limit", type=float, default=None, help="Solver time limit in seconds.")
 @click.option("--plot", is_flag=True, help="Also write PNG charts next to the workbook.")
+@_wide_option
 @click.pass_context
-def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -> None:
+def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot, wide) -> None:
     """Plan the cheapest fleet that meets a scenario's SLAs.
 
     Example: planner solve scenarios/chatbot.yaml -o exports/chatbot.xlsx
@@ -117,7 +131,7 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot) -
     if as_json:
         click.echo(to_json(plan_dict(result)), nl=False)
     else:
-        click.echo(render_plan(result))
+        click.echo(render_plan(result, _layout(wide)))
         if written:
             click.echo(f"Workbook: {written}")
         for chart in charts:
@@ -179,8 +193,9 @@ def _solver_overrides(sc, solver, time_limit):
     help="Chart path (default: exports/<scenario>-break-even.png).",
 )
 @click.option("--no-plot", is_flag=True, help="Do not draw the chart.")
+@_wide_option
 @click.pass_context
-def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
+def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
     """Self-hosting against every API offering of the model, with break-even volumes.
 
     Example: planner compare scenarios/build-vs-api.yaml
@@ -212,7 +227,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
     if as_json:
         click.echo(to_json(compare_dict(result, rows)), nl=False)
     else:
-        click.echo(render_compare(result, rows))
+        click.echo(render_compare(result, rows, _layout(wide)))
         if chart:
             click.echo(f"Chart: {chart}")
 
@@ -242,6 +257,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
 @click.option("--price", type=float, default=None, help="Override $/GPU-hour.")
 @click.option("--ideal", is_flag=True, help="Pure roofline floor: efficiency 1, no overheads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_wide_option
 @click.pass_context
 def estimate(
     ctx,
@@ -258,6 +274,7 @@ def estimate(
     price,
     ideal,
     as_json,
+    wide,
 ) -> None:
     """Estimate TPOT, TTFT, throughput, memory and cost of one deployment.
 
@@ -284,14 +301,16 @@ def estimate(
         price_usd_per_gpu_hour=price,
     )
     row = run(req, _catalog(ctx))
-    click.echo(to_json(estimate_dict(row)) if as_json else render_estimate(row), nl=not as_json)
+    text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))
+    click.echo(text, nl=not as_json)
 
 
 @cli.command(name="catalog")
 @click.argument("kind", type=click.Choice(["gpus", "models", "quants", "apis", "engines"]))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@_wide_option
 @click.pass_context
-def catalog_cmd(ctx, kind, as_json) -> None:
+def catalog_cmd(ctx, kind, as_json, wide) -> None:
     """List what the catalog knows.
 
     Example: planner catalog gpus
@@ -300,9 +319,8 @@ def catalog_cmd(ctx, kind, as_json) -> None:
     from planner.render.json import to_json
 
     records = catalog_records(_catalog(ctx), kind)
-    click.echo(
-        to_json({kind: records}) if as_json else catalog_table(kind, records), nl=not as_json
-    )
+    text = to_json({kind: records}) if as_json else catalog_table(kind, records, _layout(wide))
+    click.echo(text, nl=not as_json)
 
 
 @cli.group()
