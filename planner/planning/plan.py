@@ -210,6 +210,32 @@ class TimePlan:
 
 
 @dataclass(frozen=True)
+class EnergyPlan:
+    """The plan's power, energy per 1K output tokens and CO2, with the inputs they use."""
+
+    tdp_w: dict[str, float]  # GPU type of the plan -> its catalog TDP
+    utilisation: float
+    pue: float
+    grid_g_co2_per_kwh: float | None
+    power_kw: float  # the peak fleet at planned utilisation, facility included
+    wh_per_1k_output_tokens: float  # the peak fleet at the peak demand
+    over_time_wh_per_1k_output_tokens: float | None  # the plan over time, whole horizon
+    missing_tdp: tuple[str, ...] = ()  # GPU types without a TDP (left out of the power)
+
+    @property
+    def g_co2_per_1k_output_tokens(self) -> float | None:
+        """CO2 per 1K output tokens at the peak: energy x grid intensity."""
+        grid = self.grid_g_co2_per_kwh
+        return None if grid is None else self.wh_per_1k_output_tokens / 1e3 * grid
+
+    @property
+    def over_time_g_co2_per_1k_output_tokens(self) -> float | None:
+        """CO2 per 1K output tokens over the horizon of the plan over time."""
+        grid, wh = self.grid_g_co2_per_kwh, self.over_time_wh_per_1k_output_tokens
+        return None if grid is None or wh is None else wh / 1e3 * grid
+
+
+@dataclass(frozen=True)
 class Plan:
     """Everything planner concluded for one scenario."""
 
@@ -231,6 +257,7 @@ class Plan:
     over_time: TimePlan | None = None  # when the scenario has a finance section
     problem: FleetProblem | None = None  # the fleet problem the plan was solved from
     solver: SolverOptions = field(default_factory=SolverOptions)  # for every later re-solve
+    energy: EnergyPlan | None = None  # power, energy and CO2 per token
 
     @property
     def solves(self) -> tuple[SolveFact, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.planning.plan import PeriodPlan, Plan, SolveFact, TimePlan
+from planner.planning.plan import EnergyPlan, PeriodPlan, Plan, SolveFact, TimePlan
 from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 
@@ -158,10 +158,28 @@ def plan_dict(plan: Plan) -> dict:
         cheapest_api=_quote_dict(plan.cheapest_api) if plan.cheapest_api else None,
         notes=list(plan.notes),
         solves=[solve_record(f) for f in plan.solves],
+        energy_wh_per_1k_output_tokens=plan.energy.wh_per_1k_output_tokens if plan.energy else None,
+        energy=energy_dict(plan.energy) if plan.energy else None,
     )
     out["lower_bound_per_hour_usd"] = plan.fleet.lower_bound_per_hour_usd
     out["over_time"] = time_plan_dict(plan.over_time) if plan.over_time is not None else None
     return out
+
+
+def energy_dict(e: EnergyPlan) -> dict:
+    """Power, energy and CO2 per 1K output tokens, with the inputs they come from."""
+    return {
+        "tdp_w": e.tdp_w,
+        "utilisation": e.utilisation,
+        "pue": e.pue,
+        "grid_g_co2_per_kwh": e.grid_g_co2_per_kwh,
+        "power_kw": e.power_kw,
+        "energy_wh_per_1k_output_tokens": e.wh_per_1k_output_tokens,
+        "co2_g_per_1k_output_tokens": e.g_co2_per_1k_output_tokens,
+        "over_time_energy_wh_per_1k_output_tokens": e.over_time_wh_per_1k_output_tokens,
+        "over_time_co2_g_per_1k_output_tokens": e.over_time_g_co2_per_1k_output_tokens,
+        "missing_tdp": list(e.missing_tdp),
+    }
 
 
 def solve_record(fact: SolveFact) -> dict:

@@ -164,11 +164,32 @@ def render_plan(plan: Plan, layout: Layout = Layout()) -> str:
         ),
     ]
     lines += [wrap(x, layout) for x in _comparison_lines(plan)]
+    if plan.energy is not None:
+        lines.append(wrap(energy_line(plan), layout, "  "))
     lines += [wrap(f"Note: {n}", layout, "  ") for n in plan.notes]
     if plan.over_time is not None:
         lines.append(render_time_plan(plan.over_time, layout))
     lines += ["", wrap(solves_line(plan), layout, "  ")]
     return "\n".join(lines)
+
+
+def energy_line(plan: Plan) -> str:
+    """Power and energy (and CO2 when the grid is given) per 1K output tokens."""
+    e = plan.energy
+    assert e is not None
+    line = (
+        f"Energy: {e.power_kw:,.2f} kW at {e.utilisation:.0%} of TDP x PUE {e.pue:g}, "
+        f"{e.wh_per_1k_output_tokens:.3g} Wh per 1K output tokens at the peak"
+    )
+    if e.over_time_wh_per_1k_output_tokens is not None:
+        line += f", {e.over_time_wh_per_1k_output_tokens:.3g} Wh over the plan over time"
+    co2, co2_t = e.g_co2_per_1k_output_tokens, e.over_time_g_co2_per_1k_output_tokens
+    if co2 is not None:
+        line += f"; CO2 {co2:.3g} g per 1K output tokens at {e.grid_g_co2_per_kwh:g} g/kWh"
+        line += f" ({co2_t:.3g} g over time)" if co2_t is not None else ""
+    if e.missing_tdp:
+        line += f" (no TDP in the catalog for {', '.join(e.missing_tdp)}: left out)"
+    return line
 
 
 def solves_line(plan: Plan) -> str:

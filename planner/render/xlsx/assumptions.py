@@ -16,8 +16,10 @@ from planner.render.xlsx.names import (
     ASSUMPTIONS_HEADER_ROW,
     DISCOUNT_NAME,
     FACTOR_NAME,
+    GRID_NAME,
     GROWTH_NAME,
     HOURS_NAME,
+    PUE_NAME,
     UTILISATION_NAME,
     WORKLOAD_FIELDS,
     Names,
@@ -101,8 +103,10 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], Names
         rows += [list(r) for r in table.itertuples(index=False, name=None)]
     named = {HOURS_NAME: 0, UTILISATION_NAME: _utilisation_row(rows, plan)}
     taken = {HOURS_NAME, UTILISATION_NAME, GROWTH_NAME, FACTOR_NAME, DISCOUNT_NAME}
+    taken |= {PUE_NAME, GRID_NAME}
     names = Names()
     _workload_names(plan, rows, named, names, taken)
+    _energy_rows(plan, rows, named, names, taken)
     for gpu, (price, provider) in _fleet_prices(plan).items():
         idx = _price_row(rows, gpu, price)
         if idx is None:
@@ -141,6 +145,31 @@ def _workload_names(
                 name = defined_name(key[0], key[1], taken)
                 named[name] = i
                 names.workload[key] = name
+
+
+def _energy_rows(
+    plan: Plan, rows: list[list[Any]], named: dict[str, int], names: Names, taken: set[str]
+) -> None:
+    """Name each fleet GPU's catalog TDP and add the scenario's PUE and grid intensity as
+    shaded inputs: the Summary's energy and CO2 per 1K output tokens read them."""
+    e = plan.energy
+    if e is None:
+        return
+    for i, r in enumerate(rows):
+        if r[0] == "gpu" and r[2] == "TDP" and r[1] in e.tdp_w and r[1] not in names.tdp:
+            name = defined_name("tdp", str(r[1]), taken)
+            named[name] = i
+            names.tdp[str(r[1])] = name
+    inputs = [(PUE_NAME, "PUE (facility / IT power)", e.pue, "ratio", "pue")]
+    if e.grid_g_co2_per_kwh is not None:
+        inputs.append(
+            (GRID_NAME, "grid carbon intensity", e.grid_g_co2_per_kwh, "g CO2/kWh", "grid")
+        )
+    for name, label, value, unit, attr in inputs:
+        source = f"scenario energy.{name}" if attr == "grid" else "scenario energy.pue"
+        rows.append(["scenario", "energy", label, value, unit, source, "scenario", True])
+        named[name] = len(rows) - 1
+        setattr(names, attr, name)
 
 
 def _time_price_rows(

@@ -40,6 +40,8 @@ UTILISATION_NAME = "utilisation"
 GROWTH_NAME = "growth"
 FACTOR_NAME = "average_demand_factor"
 DISCOUNT_NAME = "reserved_discount"
+PUE_NAME = "pue"
+GRID_NAME = "grid_g_co2_per_kwh"
 WORKLOAD_FIELDS = {
     "demand": "demand",
     "input tokens": "input_tokens",
@@ -201,6 +203,9 @@ class Names:
     # (field, class) -> name of the scenario's demand, input tokens, output tokens cell
     workload: dict[tuple[str, str], str] = field(default_factory=dict)
     discount: str | None = None  # the reserved discount vs on-demand, when prices follow it
+    tdp: dict[str, str] = field(default_factory=dict)  # GPU -> name of its TDP cell
+    pue: str | None = None
+    grid: str | None = None
 
 
 def defined_name(prefix: str, ident: str, taken: set[str]) -> str:

@@ -59,9 +59,10 @@ def _single_gpu_formula(plan: Plan, price_names: dict[str, str]) -> str | None:
 def _summary_rows(
     plan: Plan,
     totals: dict[str, str],
-    price_names: dict[str, str],
+    names: Names,
     api_rows: tuple[int, int],
 ) -> dict[str, SummaryRow]:
+    price_names = names.gpu
     n_cls = len(plan.classes)
     last = 1 + n_cls
     rps, inp, out = (f"{c}2:{c}{last}" for c in "GHI")
@@ -220,6 +221,7 @@ def _summary_rows(
             RATE,
             "req/s at the utilisation above (Fleet sheet); GPU counts are the planner's",
         ),
+        **_energy_rows(plan, names),
         "capacity_check": (
             "capacity check (peak)",
             f'=IF(B8>B24,"{OVER_CAPACITY}","ok")',
@@ -228,6 +230,46 @@ def _summary_rows(
             "demand above the planned fleet's capacity is flagged",
         ),
     }
+
+
+def _energy_rows(plan: Plan, names: Names) -> dict[str, SummaryRow]:
+    """Energy and CO2 per 1K output tokens of the peak fleet: live on the fleet's GPUs, the
+    catalog TDPs, utilisation, PUE, grid intensity and output tokens/s."""
+    e = plan.energy
+    if e is None or names.pue is None:
+        return {}
+    lines = plan.fleet.deployments
+    terms = [
+        f"{ref(FLEET, f'G{i + 2}')}*{names.tdp[d.gpu]}"
+        for i, d in enumerate(lines)
+        if d.gpu in names.tdp
+    ]
+    power = f"({'+'.join(terms) or '0'})*{UTILISATION_NAME}*{names.pue}"
+    out: dict[str, SummaryRow] = {
+        "energy_wh_per_1k_output_tokens": (
+            "energy per 1K output tokens",
+            f"={power}/B10*{TOKENS_PER_1K:.0f}/{SECONDS_PER_HOUR:.0f}"
+            if plan.output_tokens_per_s > 0
+            else None,
+            e.wh_per_1k_output_tokens,
+            "0.000",
+            "Wh: GPUs x TDP x utilisation x PUE / output tokens per s (peak fleet at peak)"
+            + (
+                f"; plan over time {e.over_time_wh_per_1k_output_tokens:.3g} Wh"
+                if e.over_time_wh_per_1k_output_tokens is not None
+                else ""
+            ),
+        )
+    }
+    if names.grid is not None:
+        out["co2_g_per_1k_output_tokens"] = (
+            "CO2 per 1K output tokens",
+            f"=B26/1000*{names.grid}",
+            e.g_co2_per_1k_output_tokens,
+            "0.0000",
+            "g: energy x grid intensity",
+        )
+    return out
 
 
 def _workload(names: Names | None, key: str, cls: str, value: Any) -> Any:
@@ -288,7 +330,7 @@ def write_summary(
     api_rows: tuple[int, int],
 ) -> None:
     header(ws, ["item", "value", "planner value", "unit / note"])
-    rows = _summary_rows(plan, totals, names.gpu, api_rows)
+    rows = _summary_rows(plan, totals, names, api_rows)
     for key, (label, value, planner, fmt, unit) in rows.items():
         r = SUMMARY_ROWS[key]
         ws.cell(row=r, column=1, value=label)
