@@ -817,3 +817,31 @@ def test_summary_shows_every_solve_and_never_calls_a_time_limited_one_optimal(ti
     solves = {s["name"]: s for s in plan_dict(p)["solves"]}
     assert solves["plan over time"]["status"] == "time_limit"
     assert solves["plan over time"]["gap"] == pytest.approx(0.1)
+
+
+def test_every_sheet_has_print_setup_and_charts_start_a_page(time_written):
+    """Landscape, one page wide, header rows repeated, a print area; a chart never split."""
+    wb = openpyxl.load_workbook(time_written)
+    for ws in wb.worksheets:
+        assert ws.page_setup.orientation == "landscape", ws.title
+        assert ws.page_setup.fitToWidth == 1 and ws.page_setup.fitToHeight == 0, ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert ws.print_area, ws.title
+        if ws.title != "Charts":
+            want = "$3:$3" if ws.title == "Assumptions" else "$1:$1"
+            assert ws.print_title_rows == want, (ws.title, ws.print_title_rows)
+        breaks = {b.id for b in ws.row_breaks.brk}
+        for chart in ws._charts:
+            top = chart.anchor._from.row + 1
+            assert top <= 2 or top - 1 in breaks, (ws.title, top, breaks)
+    assert wb["Candidates"].print_area.endswith(f"$U${len(wb['Candidates']['A'])}")
+
+
+def test_per_token_costs_show_their_digits_beside_per_1m(time_written):
+    wb = openpyxl.load_workbook(time_written)
+    ws = wb["Monthly"]
+    col = {c.value: c.column_letter for c in ws[1]}
+    assert ws[f"{col['$ per 1K output tokens']}2"].number_format == '"$"#,##0.000000'
+    assert (
+        ws[f"{col['$ per 1M output tokens']}2"].value == f"={col['$ per 1K output tokens']}2*1000"
+    )

@@ -13,6 +13,7 @@ from planner.render.xlsx.styles import (
     COUNT,
     GB,
     MONEY,
+    MONEY_1M,
     MONEY_FINE,
     MS,
     PERCENT,
@@ -176,7 +177,7 @@ MONTHLY_COLUMNS: tuple[tuple[str, str | None], ...] = (
     ("input tokens", COUNT),
     ("fleet capacity req/s (busiest slot)", RATE),
     ("capacity check", None),
-    ("$ per 1M output tokens", MONEY_FINE),
+    ("$ per 1M output tokens", MONEY_1M),
 )
 
 CHART_TABLE_ROW = 42  # the charts sit above, the tables they plot start here

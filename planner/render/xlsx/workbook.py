@@ -30,6 +30,7 @@ from planner.render.xlsx.names import (
     PERIODS,
     SUMMARY,
 )
+from planner.render.xlsx.printing import print_setup
 from planner.render.xlsx.summary import write_summary
 
 
@@ -153,4 +154,5 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, CandidateSheet]:
     if charts is not None:
         write_charts(charts, plan, analysis, points, frontier)
     cand = CandidateSheet(cand_ws, plan.candidates)
+    print_setup(wb, cand.ref)
     return wb, cand
