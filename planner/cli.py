@@ -149,15 +149,8 @@ def _write_plots(result, analysis, workbook: Path) -> list[Path]:
     if result.over_time is not None:
         out.append(plots.demand_and_fleet(result, Path(f"{stem}-demand.png")))
     if analysis.curves is not None:
-        best = result.api_quotes[0]
-        out.append(
-            plots.break_even(
-                *analysis.curves,
-                f"{best.provider} {best.provider_model_id}",
-                result.total_requests_per_s,
-                Path(f"{stem}-break-even.png"),
-            )
-        )
+        target = Path(f"{stem}-break-even.png")
+        out.append(plots.break_even_all(analysis, result.total_requests_per_s, target))
     return out
 
 
@@ -217,13 +210,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
         target = Path(plot_path) if plot_path else default
         if plot_path is None:
             target.parent.mkdir(parents=True, exist_ok=True)
-        best = rows[0].quote
-        chart = plots.break_even(
-            *analysis.curves,
-            f"{best.provider} {best.provider_model_id}",
-            result.total_requests_per_s,
-            target,
-        )
+        chart = plots.break_even_all(analysis, result.total_requests_per_s, target)
     if as_json:
         click.echo(to_json(compare_dict(result, rows)), nl=False)
     else:

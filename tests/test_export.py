@@ -524,12 +524,15 @@ def test_break_even_chart_data(plan, analysis, written):
     for (v, o, a), row in zip(zip(volume, own, api, strict=True), table, strict=True):
         assert close(row[0], v) and close(row[2], a)
         assert row[1] is None if not math.isfinite(o) else close(row[1], o)
-    assert ws[f"Q{first}"].value == pytest.approx(plan.total_requests_per_s)
-    assert ws[f"R{first}"].value == pytest.approx(plan.fleet.monthly_cost_usd)
+    point = 13 + 2 + len(analysis.api_curves) + 1  # after every API's column and a gap
+    letter = openpyxl.utils.get_column_letter
+    assert ws[f"{letter(point)}{first}"].value == pytest.approx(plan.total_requests_per_s)
+    assert ws[f"{letter(point + 1)}{first}"].value == pytest.approx(plan.fleet.monthly_cost_usd)
     chart = ws._charts[1]
     titles = [t for t, _, _ in _series_refs(chart)]
-    assert titles[0].startswith("self-hosted") and titles[2] == "this plan"
+    assert titles[0].startswith("self-hosted") and titles[-1] == "this plan"
     assert plan.cheapest_api.provider in titles[1]
+    assert chart.title is not None
     assert chart.x_axis.scaling.logBase == 10
 
 
@@ -845,3 +848,30 @@ def test_per_token_costs_show_their_digits_beside_per_1m(time_written):
     assert (
         ws[f"{col['$ per 1M output tokens']}2"].value == f"={col['$ per 1K output tokens']}2*1000"
     )
+
+
+def test_series_colours_never_repeat():
+    from planner.render.colours import colour
+
+    colours = [colour(k) for k in range(60)]
+    assert len(set(colours)) == 60
+    assert all(len(c) == 6 and int(c, 16) >= 0 for c in colours)
+
+
+def test_break_even_chart_titles_say_whether_the_lines_cross():
+    volume = np.array([1.0, 10.0, 100.0])
+    own = np.array([100.0, 200.0, 300.0])
+    never = BuildVsBuy([], (volume, own, own), api_curves={"a": volume * 0.5, "b": volume})
+    assert never.crossing == ()
+    assert "never cross" in never.chart_title and "every API is cheaper" in never.chart_title
+    crossing = BuildVsBuy([], (volume, own, own), api_curves={"a": volume * 0.5, "b": volume * 20})
+    assert crossing.crossing == ("b",)
+    assert crossing.chart_title == "Build vs buy: where self-hosting becomes cheaper"
+
+
+def test_break_even_chart_shows_every_api(plan, analysis, written):
+    ws = openpyxl.load_workbook(written)["Charts"]
+    chart = ws._charts[-1]
+    titles = [t for t, _, _ in _series_refs(chart)]
+    apis = {f"API: {q.provider} {q.provider_model_id}" for q in plan.api_quotes}
+    assert apis <= set(titles)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -289,6 +289,42 @@ class BuildVsBuy:
     comparisons: list[Comparison]
     curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     notes: tuple[str, ...] = ()  # what could not be computed, and why
+    api_curves: dict[str, np.ndarray] = field(default_factory=dict)  # every API, $/month
+
+    @property
+    def crossing(self) -> tuple[str, ...]:
+        """The APIs whose line crosses the self-hosted curve within the chart's range."""
+        if self.curves is None:
+            return ()
+        own = self.curves[1]
+        return tuple(
+            label
+            for label, api in self.api_curves.items()
+            if (api > own).any() and (api < own).any()
+        )
+
+    @property
+    def chart_title(self) -> str:
+        """What the break-even chart shows: a crossing, or that the lines never cross."""
+        if self.crossing:
+            return "Build vs buy: where self-hosting becomes cheaper"
+        cheaper = self.curves is not None and all(
+            (api < self.curves[1]).all() for api in self.api_curves.values()
+        )
+        who = "every API is cheaper" if cheaper else "self-hosting is cheaper"
+        return f"Build vs buy: the lines never cross in this range ({who})"
+
+
+def api_curves(plan: Plan, volume: np.ndarray) -> dict[str, np.ndarray]:
+    """Every API's bill a month at the chart's peak volumes (linear in the volume), labelled
+    "provider model id", on the same basis as `compare`."""
+    peak = plan.total_requests_per_s
+    out: dict[str, np.ndarray] = {}
+    for q in plan.api_quotes:
+        out.setdefault(
+            f"{q.provider} {q.provider_model_id}", plan.api_monthly_usd(q) * volume / peak
+        )
+    return out
 
 
 def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildVsBuy:
@@ -313,7 +349,7 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
     except SolverError as err:
         notes += (f"self-host vs API chart not drawn: {err.message}",)
         return BuildVsBuy(rows, None, notes)
-    return BuildVsBuy(rows, curves, notes)
+    return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]))
 
 
 def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:

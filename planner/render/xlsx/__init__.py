@@ -140,7 +140,8 @@ from __future__ import annotations
 import os  # noqa: F401
 import tempfile  # noqa: F401
 
-from planner.render.xlsx.charts import MAX_CHART_POINTS, PALETTE
+from planner.render.colours import PALETTE
+from planner.render.xlsx.charts import MAX_CHART_POINTS
 from planner.render.xlsx.monthly import PERIOD_COUNTS, PERIOD_TIERS, TIER_LABELS
 from planner.render.xlsx.names import (
     API_COLUMNS,
