@@ -183,14 +183,9 @@ def energy_dict(e: EnergyPlan) -> dict:
 
 
 def solve_record(fact: SolveFact) -> dict:
-    """One solve's name, status and gap (its seconds left out: reruns stay byte-identical)."""
-    return {
-        "name": fact.name,
-        "status": fact.status,
-        "gap": fact.gap,
-        "backend": fact.backend,
-        "time_limit_s": fact.time_limit_s,
-    }
+    """One solve's name, status and gap (its seconds and limit left out: reruns stay
+    byte-identical and a plan does not depend on the limit it was solved under)."""
+    return {"name": fact.name, "status": fact.status, "gap": fact.gap}
 
 
 def period_record(period: PeriodPlan) -> dict:
