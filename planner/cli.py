@@ -214,7 +214,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
     if as_json:
         click.echo(to_json(compare_dict(result, rows)), nl=False)
     else:
-        click.echo(render_compare(result, rows, _layout(wide)))
+        click.echo(render_compare(result, rows, _layout(wide), analysis.notes))
         if chart:
             click.echo(f"Chart: {chart}")
 

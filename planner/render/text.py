@@ -395,8 +395,9 @@ def _compare_row(r) -> tuple:
     )
 
 
-def render_compare(plan: Plan, rows, layout: Layout = Layout()) -> str:
-    """A table of every API offering against the self-hosted plan, and a bar chart."""
+def render_compare(plan: Plan, rows, layout: Layout = Layout(), notes: tuple[str, ...] = ()) -> str:
+    """A table of every API offering against the self-hosted plan, a bar chart, and the
+    analysis's notes (break-even plans stopped at the time limit, what was not computed)."""
     own = plan.self_hosted_monthly_usd
     apis = "; APIs bill each month's tokens, averaged the same way" if plan.over_time else ""
     head = wrap(
@@ -414,7 +415,8 @@ def render_compare(plan: Plan, rows, layout: Layout = Layout()) -> str:
         "not up to 1000x this demand",
         layout,
     )
-    return "\n".join([head, "", body, legend, "", _bars(own, rows[:8])])
+    tail = [wrap(f"Note: {n}", layout, "  ") for n in notes]
+    return "\n".join([head, "", body, legend, "", _bars(own, rows[:8]), *tail])
 
 
 def _bars(own: float, rows) -> str:
