@@ -59,6 +59,19 @@ def cli(ctx: click.Context, catalog_dir: tuple[str, ...], debug: bool) -> None:
     ctx.obj["catalog_dir"] = catalog_dir
 
 
+def _wide_option(func):
+    """--wide: every column, unwrapped (default: fit 100 columns)."""
+    return click.option(
+        "--wide", is_flag=True, help="Show every column unwrapped (default: fit 100 columns)."
+    )(func)
+
+
+def _layout(wide: bool):
+    from planner.render.tables import Layout
+
+    return Layout(wide=wide)
+
+
 def _catalog(ctx: click.Context):
     from planner.inputs.catalog import load_catalog
 
@@ -91,8 +104,11 @@ def _catalog(ctx: click.Context):
     default=None,
     help="Also write an interactive, self-contained HTML report to this file.",
 )
+@_wide_option
 @click.pass_context
-def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot, html_path) -> None:
+def solve(
+    ctx, scenario, output, as_json, no_export, solver, time_limit, plot, html_path, wide
+) -> None:
     """Plan the cheapest fleet that meets a scenario's SLAs.
 
     Example: planner solve scenarios/chatbot.yaml -o exports/chatbot.xlsx
@@ -130,7 +146,7 @@ def solve(ctx, scenario, output, as_json, no_export, solver, time_limit, plot, h
     if as_json:
         click.echo(to_json(plan_dict(result)), nl=False)
     else:
-        click.echo(render_plan(result))
+        click.echo(render_plan(result, _layout(wide)))
         if written:
             click.echo(f"Workbook: {written}")
         for chart in charts:
@@ -268,18 +284,8 @@ def _write_plots(result, analysis, workbook: Path) -> list[Path]:
     if result.over_time is not None:
         out.append(plots.demand_and_fleet(result, Path(f"{stem}-demand.png")))
     if analysis.curves is not None:
-        best = result.api_quotes[0]
-        volume, own, api = analysis.curves
-        out.append(
-            plots.break_even(
-                volume,
-                own,
-                api,
-                f"{best.provider} {best.provider_model_id}",
-                result.total_requests_per_s,
-                Path(f"{stem}-break-even.png"),
-            )
-        )
+        target = Path(f"{stem}-break-even.png")
+        out.append(plots.break_even_all(analysis, result.total_requests_per_s, target))
     return out
 
 
@@ -315,8 +321,9 @@ def _solver_overrides(sc, solver, time_limit):
     help="Chart path (default: exports/<scenario>-break-even.png).",
 )
 @click.option("--no-plot", is_flag=True, help="Do not draw the chart.")
+@_wide_option
 @click.pass_context
-def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
+def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
     """Self-hosting against every API offering of the model, with break-even volumes.
 
     Example: planner compare scenarios/build-vs-api.yaml
@@ -338,20 +345,11 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
         target = Path(plot_path) if plot_path else default
         if plot_path is None:
             target.parent.mkdir(parents=True, exist_ok=True)
-        best = rows[0].quote
-        volume, own, api = analysis.curves
-        chart = plots.break_even(
-            volume,
-            own,
-            api,
-            f"{best.provider} {best.provider_model_id}",
-            result.total_requests_per_s,
-            target,
-        )
+        chart = plots.break_even_all(analysis, result.total_requests_per_s, target)
     if as_json:
         click.echo(to_json(compare_dict(result, rows)), nl=False)
     else:
-        click.echo(render_compare(result, rows))
+        click.echo(render_compare(result, rows, _layout(wide), analysis.notes))
         if chart:
             click.echo(f"Chart: {chart}")
 
@@ -395,6 +393,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot) -> None:
 @click.option("--price", type=float, default=None, help="Override $/GPU-hour.")
 @click.option("--ideal", is_flag=True, help="Pure roofline floor: efficiency 1, no overheads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_wide_option
 @click.pass_context
 def estimate(
     ctx,
@@ -413,6 +412,7 @@ def estimate(
     price,
     ideal,
     as_json,
+    wide,
 ) -> None:
     """Estimate TPOT, TTFT, throughput, memory and cost of one deployment.
 
@@ -441,14 +441,16 @@ def estimate(
         price_usd_per_gpu_hour=price,
     )
     row = run(req, _catalog(ctx))
-    click.echo(to_json(estimate_dict(row)) if as_json else render_estimate(row), nl=not as_json)
+    text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))
+    click.echo(text, nl=not as_json)
 
 
 @cli.command(name="catalog")
 @click.argument("kind", type=click.Choice(["gpus", "models", "quants", "apis", "engines"]))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@_wide_option
 @click.pass_context
-def catalog_cmd(ctx, kind, as_json) -> None:
+def catalog_cmd(ctx, kind, as_json, wide) -> None:
     """List what the catalog knows.
 
     Example: planner catalog gpus
@@ -457,9 +459,8 @@ def catalog_cmd(ctx, kind, as_json) -> None:
     from planner.render.json import to_json
 
     records = catalog_records(_catalog(ctx), kind)
-    click.echo(
-        to_json({kind: records}) if as_json else catalog_table(kind, records), nl=not as_json
-    )
+    text = to_json({kind: records}) if as_json else catalog_table(kind, records, _layout(wide))
+    click.echo(text, nl=not as_json)
 
 
 @cli.group()

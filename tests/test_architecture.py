@@ -19,6 +19,7 @@ DOORS = {
     "plotly": {"render.html"},
     "ray": {"planning.sweep_ray"},
     "pyarrow": {"render.sweep"},
+    "rich": {"render.tables"},
 }
 # layers: a module may import only from its own layer or lower ones
 LAYERS = [

@@ -365,3 +365,44 @@ def test_context_window_is_checked():
     )
     assert res.exit_code == 2
     assert "context window of llama-3.1-8b (131072 tokens)" in res.output
+
+
+WIDTH_COMMANDS = [
+    ["solve", str(ROOT / "scenarios" / "diurnal-chatbot.yaml"), "--no-export"],
+    ["solve", str(ROOT / "scenarios" / "mixed-traffic.yaml"), "--no-export"],
+    ["compare", str(ROOT / "scenarios" / "chatbot.yaml"), "--no-plot"],
+    ["catalog", "apis"],
+    ["catalog", "engines"],
+    ["catalog", "gpus"],
+    ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--quant", "fp8"],
+]
+
+
+@pytest.mark.parametrize("args", WIDTH_COMMANDS, ids=lambda a: "-".join(a[:2])[-30:])
+def test_terminal_output_fits_100_columns_with_human_numbers(args, monkeypatch):
+    """Every line fits 100 columns; no number is printed as 3.32e+11; --wide shows more."""
+    import re
+
+    monkeypatch.setenv("COLUMNS", "100")
+    res = invoke(*args)
+    assert res.exit_code == 0, res.output
+    widest = max(len(line) for line in res.output.splitlines())
+    assert widest <= 100, (widest, [li for li in res.output.splitlines() if len(li) > 100][:3])
+    assert not re.search(r"\d[eE][+-]\d", res.output), res.output
+    wide = invoke(*args, "--wide")
+    assert wide.exit_code == 0
+    assert max(len(line) for line in wide.output.splitlines()) >= widest
+
+
+def test_fleet_table_names_the_class_each_row_serves():
+    res = invoke("solve", str(ROOT / "scenarios" / "mixed-traffic.yaml"), "--no-export")
+    lines = res.output.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("GPU ") and "serves" in line)
+    classes = json.loads(
+        invoke(
+            "solve", str(ROOT / "scenarios" / "mixed-traffic.yaml"), "--json", "--no-export"
+        ).output
+    )["classes"]
+    names = {c["name"] for c in classes}
+    body = "\n".join(lines[head + 2 : head + 12])
+    assert any(n in body for n in names)

@@ -545,12 +545,15 @@ def test_break_even_chart_data(plan, analysis, written):
     for (v, o, a), row in zip(zip(volume, own, api, strict=True), table, strict=True):
         assert close(row[0], v) and close(row[2], a)
         assert row[1] is None if not math.isfinite(o) else close(row[1], o)
-    assert ws[f"Q{first}"].value == pytest.approx(plan.total_requests_per_s)
-    assert ws[f"R{first}"].value == pytest.approx(plan.fleet.monthly_cost_usd)
+    point = 13 + 2 + len(analysis.api_curves) + 1  # after every API's column and a gap
+    letter = openpyxl.utils.get_column_letter
+    assert ws[f"{letter(point)}{first}"].value == pytest.approx(plan.total_requests_per_s)
+    assert ws[f"{letter(point + 1)}{first}"].value == pytest.approx(plan.fleet.monthly_cost_usd)
     chart = ws._charts[1]
     titles = [t for t, _, _ in _series_refs(chart)]
-    assert titles[0].startswith("self-hosted") and titles[2] == "this plan"
+    assert titles[0].startswith("self-hosted") and titles[-1] == "this plan"
     assert plan.cheapest_api.provider in titles[1]
+    assert chart.title is not None
     assert chart.x_axis.scaling.logBase == 10
 
 
@@ -602,12 +605,14 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
         assert ws[f"A{r}"].value == row["month"]
         for col, key in columns.items():
             value = ws[f"{col}{r}"].value
-            if col in "DEFGHI" or r > 2:
-                assert isinstance(value, str) and value.startswith("="), (col, r, value)
+            assert isinstance(value, str) and value.startswith("="), (col, r, value)
             assert close(got.get(f"Monthly!{col}{r}", value), row[key]), (col, r)
         assert ws[f"J{r}"].value == pytest.approx(row["total_usd"])
         assert ws[f"F{r}"].number_format == export.MONEY
-    assert ws["C3"].value == "=$C$2*(1+growth)^(A3-1)"
+    assert ws["C3"].value == (
+        "=SUMPRODUCT('Summary'!$G$2:$G$2,'Summary'!$I$2:$I$2,'Summary'!$M$2:$M$2)"
+        "*3600*hours_per_month*(1+growth)^(A3-1)"
+    )
     total = len(monthly) + 2
     assert ws[f"A{total}"].value == "Total"
     sol = ot.solution
@@ -623,7 +628,21 @@ def test_monthly_formulas_reproduce_the_plan(time_plan, time_written):
     assert ws[f"H{total + 4}"].value == pytest.approx(ot.all_reserved_cost)
     assert close(got[f"Monthly!H{total + 5}"], ot.all_reserved_cost - sol.total_cost)
     notes = [c.value for c in ws["A"] if isinstance(c.value, str)]
-    assert any("GPU counts are as planned" in n for n in notes)
+    assert any("GPU counts are as planned (they cannot be live)" in n for n in notes)
+
+
+def test_workbook_monthly_figures_equal_the_json(time_plan, time_written):
+    """Every month's volume, tokens and cost in the workbook are the JSON plan's."""
+    from planner.render.json import plan_dict
+
+    months = plan_dict(time_plan)["over_time"]["monthly"]
+    got = read_back(time_written)
+    ws = openpyxl.load_workbook(time_written)["Monthly"]
+    for i, month in enumerate(months):
+        r = i + 2
+        for col, key in (("B", "avg_requests_per_s"), ("C", "output_tokens"), ("H", "total_usd")):
+            assert close(got.get(f"Monthly!{col}{r}", ws[f"{col}{r}"].value), month[key]), (r, key)
+    assert close(got.get("Monthly!B2", ws["B2"].value), 17.0625)
 
 
 @pytest.mark.slow  # the diurnal plan over time and its break-even analysis
@@ -651,6 +670,7 @@ def test_periods_sheet(time_plan, time_written):
 @pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written):
     wb = openpyxl.load_workbook(time_written)
+    got = read_back(time_written)
     ot = time_plan.over_time
     tiers = set()
     for fact in ot.prices:
@@ -660,11 +680,20 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
         if tier != "on_demand":
             name = f"price_{tier}_{_ident(fact.gpu)}"
         cell = _named_cell(wb, name)
-        assert cell.value == pytest.approx(fact.usd_per_gpu_hour, rel=1e-12), name
         shaded = cell.parent.cell(row=cell.row, column=1).fill.fill_type == "solid"
-        assert shaded == fact.assumption, name
+        if fact.discount_vs_on_demand is not None:  # follows the on-demand price, live
+            assert cell.value == f"=price_{_ident(fact.gpu)}*(1-reserved_discount)", name
+            value = got[f"Assumptions!{cell.coordinate}"]
+            assert value == pytest.approx(fact.usd_per_gpu_hour, rel=1e-12), name
+            assert not shaded, name  # a formula, not an input
+        else:
+            assert cell.value == pytest.approx(fact.usd_per_gpu_hour, rel=1e-12), name
+            assert shaded == fact.assumption, name
         assert cell.parent.cell(row=cell.row, column=9).value == name
     assert {"on_demand", "reserved", "spot"} <= tiers
+    discount = _named_cell(wb, "reserved_discount")
+    assert discount.value == 0.4
+    assert discount.parent.cell(row=discount.row, column=1).fill.fill_type == "solid"
     for d in time_plan.fleet.deployments:  # the fleet's names still work
         assert _named_cell(wb, f"price_{_ident(d.gpu)}").value == d.price_usd_per_gpu_hour
     assert _named_cell(wb, "growth").value == 0.05  # exactly, as the scenario says
@@ -676,28 +705,36 @@ def test_tier_prices_growth_and_demand_factor_are_named(time_plan, time_written)
 
 @pytest.mark.slow  # the diurnal plan over time and its break-even analysis
 def test_editing_tier_prices_and_growth_recomputes(time_plan, time_written, tmp_path):
+    """An edited on-demand price and reserved discount move the reserved price; growth
+    moves every month's tokens (month 1 included: all are live)."""
     ot = time_plan.over_time
     sol = ot.solution
     periods = ot.periods
     held = next(g for g, n in sol.reserved.items() if n)
     rented = next(g for g in sol.gpu_types if any(p.gpus[g].on_demand for p in periods))
+    od = {f.gpu: f.usd_per_gpu_hour for f in ot.prices if f.tier == "on_demand"}
     wb = openpyxl.load_workbook(time_written)
-    _named_cell(wb, f"price_reserved_{_ident(held)}").value += 1.0
     _named_cell(wb, f"price_{_ident(rented)}").value += 0.5
+    _named_cell(wb, "reserved_discount").value = 0.3
     _named_cell(wb, "growth").value = 0.10
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     got = read_back(edited)
+    new_od_held = od[held] + (0.5 if held == rented else 0.0)
+    res_old = next(
+        f.usd_per_gpu_hour for f in ot.prices if f.gpu == held and f.plan_tier == "reserved"
+    )
+    res_change = new_od_held * (1 - 0.3) - res_old
     tokens_1 = ot.monthly[0].output_tokens
     for i, month in enumerate(ot.monthly):
         r, m = i + 2, month.month
         block = [p for p in periods if m in p.months]
         od_hours = sum(p.gpus[rented].on_demand * p.hours for p in block) / len(block[0].months)
-        expect = month.total_usd + sol.reserved[held] * 1.0 * HOURS_PER_MONTH + 0.5 * od_hours
+        expect = month.total_usd + sol.reserved[held] * res_change * HOURS_PER_MONTH
+        expect += 0.5 * od_hours
         tokens = tokens_1 * 1.1 ** (m - 1)
         assert close(got[f"Monthly!H{r}"], expect), m
-        if r > 2:  # month 1 is the planner's number, later months grow from it
-            assert close(got[f"Monthly!C{r}"], tokens), m
+        assert close(got[f"Monthly!C{r}"], tokens), m
         assert close(got[f"Monthly!I{r}"], expect / tokens * 1e3), m
     fleet_gpus = sum(d.gpus for d in time_plan.fleet.deployments if d.gpu == rented)
     expect_h = time_plan.fleet.total_cost_per_hour_usd + 0.5 * fleet_gpus
@@ -713,7 +750,10 @@ def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_wri
     for i, q in enumerate(time_plan.api_quotes):
         r = i + 3
         c = by_quote[q]
-        assert ws[f"F{r}"].value == f"=E{r}*hours_per_month*average_demand_factor"
+        n = len(time_plan.over_time.monthly)
+        assert ws[f"F{r}"].value == (
+            f"=('Monthly'!$M${n + 2}*C{r}+'Monthly'!$C${n + 2}*D{r})/1000000/{n}"
+        )
         assert close(got[f"Build vs API!F{r}"], c.api_monthly_usd)
         assert close(ws[f"H{r}"].value, c.api_monthly_usd)
         be = c.break_even_peak_requests_per_s
@@ -722,7 +762,10 @@ def test_build_vs_api_uses_the_average_demand(time_plan, time_analysis, time_wri
     assert found == {True, False}  # both kinds of row are exercised
     cheapest = min(c.api_monthly_usd for c in by_quote.values())
     assert close(got["cheapest_api_monthly_cost_usd"], cheapest)
-    assert close(got["api_saving_monthly_usd"], cheapest - time_plan.fleet.monthly_cost_usd)
+    own = time_plan.self_hosted_monthly_usd
+    assert close(got["api_saving_monthly_usd"], cheapest - own)
+    assert close(got["Build vs API!F2"], own)
+    assert own == pytest.approx(time_plan.over_time.solution.total_cost / n)
 
 
 @pytest.mark.slow  # the diurnal plan over time and its break-even analysis
@@ -769,3 +812,89 @@ def test_owned_gpus_short_last_block_and_uneven_growth(catalog, tmp_path):
     total = len(ot.monthly) + 2
     assert close(got[f"Monthly!E{total}"], ot.solution.cost_by_tier["owned"])
     assert close(got[f"Monthly!H{total}"], ot.solution.total_cost)
+
+
+def test_summary_shows_every_solve_and_never_calls_a_time_limited_one_optimal(time_plan, tmp_path):
+    """The Summary's Solves table: the peak plan, the single-GPU plan, the plan over time and
+    its all-on-demand comparison, each with its own status and gap."""
+    from planner.render.json import plan_dict
+    from planner.render.xlsx.names import SUMMARY_SOLVES_ROW
+
+    ot = time_plan.over_time
+    stopped = dataclasses.replace(
+        ot.solution, status="time_limit", lower_bound=ot.solution.total_cost * 0.9
+    )
+    p = dataclasses.replace(time_plan, over_time=dataclasses.replace(ot, solution=stopped))
+    path = write_workbook(p, tmp_path / "stopped.xlsx", BuildVsBuy([], None))
+    ws = openpyxl.load_workbook(path)["Summary"]
+    first = SUMMARY_SOLVES_ROW + 2
+    rows = {
+        ws[f"A{r}"].value: (ws[f"B{r}"].value, ws[f"C{r}"].value) for r in range(first, first + 4)
+    }
+    assert set(rows) == {
+        "peak plan",
+        "best single-GPU-type plan",
+        "plan over time",
+        "all on-demand",
+    }
+    assert rows["plan over time"][0] == "time_limit (gap 10.0%)"
+    assert rows["plan over time"][1] == pytest.approx(0.1)
+    assert rows["peak plan"][0] == time_plan.fleet.status
+    solves = {s["name"]: s for s in plan_dict(p)["solves"]}
+    assert solves["plan over time"]["status"] == "time_limit"
+    assert solves["plan over time"]["gap"] == pytest.approx(0.1)
+
+
+def test_every_sheet_has_print_setup_and_charts_start_a_page(time_written):
+    """Landscape, one page wide, header rows repeated, a print area; a chart never split."""
+    wb = openpyxl.load_workbook(time_written)
+    for ws in wb.worksheets:
+        assert ws.page_setup.orientation == "landscape", ws.title
+        assert ws.page_setup.fitToWidth == 1 and ws.page_setup.fitToHeight == 0, ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert ws.print_area, ws.title
+        if ws.title != "Charts":
+            want = "$3:$3" if ws.title == "Assumptions" else "$1:$1"
+            assert ws.print_title_rows == want, (ws.title, ws.print_title_rows)
+        breaks = {b.id for b in ws.row_breaks.brk}
+        for chart in ws._charts:
+            top = chart.anchor._from.row + 1
+            assert top <= 2 or top - 1 in breaks, (ws.title, top, breaks)
+    assert wb["Candidates"].print_area.endswith(f"$U${len(wb['Candidates']['A'])}")
+
+
+def test_per_token_costs_show_their_digits_beside_per_1m(time_written):
+    wb = openpyxl.load_workbook(time_written)
+    ws = wb["Monthly"]
+    col = {c.value: c.column_letter for c in ws[1]}
+    assert ws[f"{col['$ per 1K output tokens']}2"].number_format == '"$"#,##0.000000'
+    assert (
+        ws[f"{col['$ per 1M output tokens']}2"].value == f"={col['$ per 1K output tokens']}2*1000"
+    )
+
+
+def test_series_colours_never_repeat():
+    from planner.render.colours import colour
+
+    colours = [colour(k) for k in range(60)]
+    assert len(set(colours)) == 60
+    assert all(len(c) == 6 and int(c, 16) >= 0 for c in colours)
+
+
+def test_break_even_chart_titles_say_whether_the_lines_cross():
+    volume = np.array([1.0, 10.0, 100.0])
+    own = np.array([100.0, 200.0, 300.0])
+    never = BuildVsBuy([], (volume, own, own), api_curves={"a": volume * 0.5, "b": volume})
+    assert never.crossing == ()
+    assert "never cross" in never.chart_title and "every API is cheaper" in never.chart_title
+    crossing = BuildVsBuy([], (volume, own, own), api_curves={"a": volume * 0.5, "b": volume * 20})
+    assert crossing.crossing == ("b",)
+    assert crossing.chart_title == "Build vs buy: where self-hosting becomes cheaper"
+
+
+def test_break_even_chart_shows_every_api(plan, analysis, written):
+    ws = openpyxl.load_workbook(written)["Charts"]
+    chart = ws._charts[-1]
+    titles = [t for t, _, _ in _series_refs(chart)]
+    apis = {f"API: {q.provider} {q.provider_model_id}" for q in plan.api_quotes}
+    assert apis <= set(titles)

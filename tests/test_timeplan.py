@@ -64,6 +64,24 @@ def test_periods_and_months_are_typed_records(diurnal):
     assert tp.growth_per_month == 0.05
 
 
+def test_every_month_serves_the_profile_mean_times_its_peak(diurnal):
+    """Served volume is the profile's mean x the month's peak (not the slots' levels, which
+    carry each group's busiest hour): 30 req/s x 0.56875 = 17.06 req/s in month 1."""
+    tp = diurnal.over_time
+    c = diurnal.classes[0]
+    mean = float(np.mean(tp.profile))
+    assert mean == pytest.approx(0.56875)
+    for m in tp.monthly:
+        peak = c.requests_per_second * (1 + tp.growth_per_month) ** (m.month - 1)
+        assert m.peak_requests_per_s == pytest.approx(peak, rel=1e-12)
+        assert m.avg_requests_per_s == pytest.approx(mean * peak, rel=1e-12)
+        seconds = 730 * 3600
+        assert m.output_tokens == pytest.approx(mean * peak * c.output_tokens * seconds)
+        assert m.input_tokens == pytest.approx(mean * peak * c.input_tokens * seconds)
+        assert m.cost_per_1k_output_tokens_usd == pytest.approx(m.total_usd / m.output_tokens * 1e3)
+    assert tp.monthly[0].avg_requests_per_s == pytest.approx(17.0625)
+
+
 def test_a_block_of_months_is_labelled_once_for_every_renderer():
     assert months_label((4, 5, 6)) == "4-6"
     assert months_label((7,)) == "7"

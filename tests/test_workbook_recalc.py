@@ -192,6 +192,9 @@ def test_every_formula_agrees_with_the_python_evaluator(formulas, recalculated, 
         if py is None:
             assert lo in (None, ""), (key, lo)
             continue
+        if isinstance(py, str):  # the capacity checks: "ok" or the flag
+            assert lo == py, (key, formulas[key], lo, py)
+            continue
         assert isinstance(lo, int | float), (key, formulas[key], lo)
         diff = abs(lo - py) / max(abs(py), 1e-12) if py else abs(lo)
         worst = max(worst, diff)
@@ -275,6 +278,10 @@ def test_editing_a_gpu_price_moves_the_totals_as_planned(plan, recalculated, edi
     ot = plan.over_time
     periods = ot.periods
     moved_months = 0
+    discount = next(
+        (f.discount_vs_on_demand for f in ot.prices if f.gpu == gpu and f.discount_vs_on_demand),
+        1.0,
+    )
     for i, month in enumerate(ot.monthly):
         r, m = i + 2, month.month
         block = [p for p in periods if m in p.months]
@@ -282,8 +289,16 @@ def test_editing_a_gpu_price_moves_the_totals_as_planned(plan, recalculated, edi
         change = delta * gpu_hours / len(block[0].months)
         moved_months += change > 0
         assert close(edited[f"Monthly!F{r}"], month.on_demand_usd + change), m
-        assert close(edited[f"Monthly!H{r}"], month.total_usd + change), m
-        for col, field in zip("DEG", ("reserved_usd", "owned_usd", "spot_usd"), strict=True):
+        # a reserved price derived from the discount follows the on-demand price
+        reserved = (
+            month.reserved_usd
+            + ot.solution.reserved.get(gpu, 0) * delta * (1 - discount) * HOURS_PER_MONTH
+        )
+        assert close(edited[f"Monthly!D{r}"], reserved), m
+        assert close(
+            edited[f"Monthly!H{r}"], month.total_usd + change + reserved - month.reserved_usd
+        ), m
+        for col, field in zip("EG", ("owned_usd", "spot_usd"), strict=True):
             assert close(edited[f"Monthly!{col}{r}"], getattr(month, field)), (m, col)
     print(
         f"\n{gpu} ${old:g} -> ${new:g}/GPU-h: Fleet ${fleet.total_cost_per_hour_usd:,.2f}/h -> "
@@ -294,3 +309,80 @@ def test_editing_a_gpu_price_moves_the_totals_as_planned(plan, recalculated, edi
         for col in "EFG":
             key = f"Build vs API!{col}{i + 3}"
             assert close(edited[key], recalculated[key]), key
+
+
+# ---------------------------------------------------------------- every shaded input flows
+
+
+FLOW_EDITS = {
+    "demand_all": 33.0,  # req/s, from 30
+    "output_tokens_all": 300,  # from 256
+    "growth": 0.10,  # from 0.05: month 12 needs more than the fleet planned for it
+    "reserved_discount": 0.30,  # from 0.40
+    "utilisation": 0.90,  # from 0.80
+}
+
+
+@pytest.fixture(scope="module")
+def flowed(plan, written, folder, formulas, edit):
+    """Demand, output tokens, growth, an on-demand price, the reserved discount and the
+    utilisation edited with openpyxl, then recalculated by LibreOffice."""
+    gpu, _, new = edit
+    wb = openpyxl.load_workbook(written)
+    for name, value in FLOW_EDITS.items():
+        named_cell(wb, name).value = value
+    named_cell(wb, f"price_{gpu.replace('-', '_')}").value = new
+    path = folder / "flowed" / "diurnal.xlsx"
+    path.parent.mkdir()
+    wb.save(path)
+    return values(recalculate(path, folder / "flowed-lo"), formulas)
+
+
+def test_every_shaded_input_drives_its_figures_in_libreoffice(plan, flowed, edit, written):
+    """LibreOffice proves the flows: demand and tokens move tokens/s, $ per 1K, the months'
+    volumes and the API bills; growth moves the months; the discount and an on-demand price
+    move the reserved price; utilisation moves capacity; the capacity check flags months
+    whose peak exceeds the fleet planned for them."""
+    gpu, old, new = edit
+    ot = plan.over_time
+    rps, out_len, growth, util = 33.0, 300, 0.10, 0.90
+    in_len = plan.classes[0].input_tokens
+    mean = plan.average_demand_factor
+    assert close(flowed["Summary!B8"], rps)
+    assert close(flowed["Summary!B10"], rps * out_len)
+    assert close(flowed["Summary!B13"], flowed["Summary!B11"] / (3600 * rps * out_len) * 1e3)
+    assert close(flowed["Summary!B24"], plan.capacity_requests_per_s * util / plan.utilisation)
+    seconds = HOURS_PER_MONTH * 3600
+    flagged = []
+    busiest = {m: p.capacity_requests_per_s for p in ot.periods if p.slot == 1 for m in p.months}
+    for i, month in enumerate(ot.monthly):
+        r, m = i + 2, month.month
+        grow = (1 + growth) ** (m - 1)
+        assert close(flowed[f"Monthly!B{r}"], rps * mean * grow), m
+        assert close(flowed[f"Monthly!C{r}"], rps * mean * out_len * seconds * grow), m
+        assert close(flowed[f"Monthly!M{r}"], rps * mean * in_len * seconds * grow), m
+        assert close(flowed[f"Monthly!L{r}"], rps * grow), m
+        capacity = busiest[m] * util / plan.utilisation
+        assert close(flowed[f"Monthly!N{r}"], capacity), m
+        over = rps * grow > capacity
+        assert (flowed[f"Monthly!O{r}"] != "ok") == over, (m, flowed[f"Monthly!O{r}"])
+        flagged += [m] * over
+    assert flagged and 1 not in flagged, flagged
+    total = len(ot.monthly) + 2
+    assert flowed[f"Monthly!O{total}"] != "ok"
+    # the reserved price follows the edited on-demand price and discount
+    wb = openpyxl.load_workbook(written)
+    for fact in (f for f in ot.prices if f.discount_vs_on_demand is not None):
+        cell = named_cell(wb, f"price_reserved_{fact.gpu.replace('-', '_')}")
+        od = next(
+            p.usd_per_gpu_hour for p in ot.prices if p.gpu == fact.gpu and p.tier == "on_demand"
+        )
+        od = new if fact.gpu == gpu else od
+        assert close(flowed[f"Assumptions!{cell.coordinate}"], od * (1 - 0.30)), fact.gpu
+    # the API bills: the horizon's tokens at the new demand and output length
+    tokens_in = sum(rps * mean * in_len * seconds * (1 + growth) ** k for k in range(12))
+    tokens_out = sum(rps * mean * out_len * seconds * (1 + growth) ** k for k in range(12))
+    for i, q in enumerate(plan.api_quotes):
+        bill = (tokens_in * q.input_usd_per_1m + tokens_out * q.output_usd_per_1m) / 1e6 / 12
+        assert close(flowed[f"Build vs API!F{i + 3}"], bill), q.provider
+    print(f"\nmonths flagged over capacity at 10%/month growth and 33 req/s: {flagged}")

@@ -21,6 +21,8 @@ def _gpu_rows(gpu: Gpu, price: Price | None) -> list[tuple]:
         ("gpu", gpu.id, "scale-up link", gpu.scaleup_link_gb_per_s, "GB/s", src, date, False),
         ("gpu", gpu.id, "scale-up domain", gpu.scaleup_domain_gpus, "GPUs", src, date, False),
     ]
+    if gpu.tdp_w is not None:
+        rows.append(("gpu", gpu.id, "TDP", gpu.tdp_w, "W", src, date, False))
     rows += [
         ("gpu", gpu.id, f"dense {dt} peak", v, "TFLOPS", src, date, False)
         for dt, v in gpu.dense_tflops.items()

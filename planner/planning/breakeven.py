@@ -1,24 +1,27 @@
 """Build vs buy: self-hosting on the optimal fleet against every API offering of the model.
 
-The self-hosted fleet is sized for the peak and paid around the clock; an API is paid per
-token of the traffic actually served. With a demand profile, the API bill follows the average
-demand (the profile's mean times the peak), which is what makes a fleet sized for the peak
-idle at night and the API relatively cheaper at low volume.
+An API is paid per token of the traffic actually served. Without a plan over time the
+self-hosted fleet is sized for the peak and paid around the clock. With one (a `finance:`
+section) self-hosting costs what the plan over time costs (reserved, owned, on-demand and
+spot, month by month), averaged over the horizon, and the API bills the tokens each month
+serves (the profile's mean times the month's peak), averaged the same way; break-even
+volumes scale that whole horizon's demand and re-solve the plan over time.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from planner.errors import SolverError
-from planner.fleet.solver import SolverOptions
+from planner.fleet.overtime import TimeProblem, build_time_lp, solve_time
+from planner.fleet.solver import SolverOptions, solve, value
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.money.pricing import api_usd_per_hour
-from planner.planning.plan import Plan
+from planner.planning.plan import Plan, TimePlan
 from planner.schema.plan import ApiQuote
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
 
@@ -111,6 +114,62 @@ class SelfCost:
             self(k)
 
 
+class TimeSelfCost:
+    """The plan over time's average $ a month as a function of a demand scale (every
+    period's demand x scale), memoised; also the statuses of those solves."""
+
+    def __init__(self, problem: TimeProblem, months: int, options: SolverOptions) -> None:
+        self.problem = replace(problem, inventory={})  # break-even asks any volume
+        self.months = months
+        self.options = options
+        self.cache: dict[float, float] = {}
+        self.stopped = 0  # solves that ended at the time limit (incumbent, not proven)
+
+    def __call__(self, scale: float) -> float:
+        key = round(float(scale), 12)
+        if key not in self.cache:
+            scaled = replace(self.problem, demand=self.problem.demand * float(scale))
+            sol = solve_time(scaled, self.options)
+            self.stopped += sol.status == "time_limit"
+            cost = sol.total_cost if sol.status != "infeasible" else math.inf
+            self.cache[key] = cost / self.months
+        return self.cache[key]
+
+    def lower_slope(self) -> float:
+        """$ a month per unit of scale that no plan can beat: the LP relaxation without the
+        redundancy floor is linear in the scale, and the MIP costs at least that."""
+        free = replace(self.problem, min_replicas=0)
+        lp, _, _ = build_time_lp(free, integer=False)
+        if solve(lp, self.options).status != "optimal":
+            return 0.0
+        return value(lp.objective) / self.months
+
+
+def break_even_over_time(
+    self_cost: TimeSelfCost, api_monthly_at_1: float, rel_tol: float = 1e-3
+) -> float | None:
+    """The smallest demand scale at which the plan over time costs no more than the API.
+
+    The grid scan of `break_even_scale`, with two exact shortcuts that keep the number of
+    (slower) plans over time small: no crossing when the API's slope is below the LP's
+    (`TimeSelfCost.lower_slope`), and, the cost being nondecreasing in the scale, a scale
+    whose cost c lies above the API skips every grid point below c / slope."""
+    slope = api_monthly_at_1
+    if slope <= self_cost.lower_slope():
+        return None
+    previous, skip_to = None, 0.0
+    for scale in SCALES:
+        if scale < skip_to:
+            continue
+        cost = self_cost(float(scale))
+        if cost <= slope * scale:
+            if previous is None:
+                return float(scale)
+            return _refine(self_cost, slope, previous, float(scale), rel_tol)  # type: ignore[arg-type]
+        previous, skip_to = float(scale), cost / slope
+    return None
+
+
 def break_even_scale(
     self_cost: SelfCost, api_per_hour_at_1: float, average_factor: float, rel_tol: float = 1e-4
 ) -> float | None:
@@ -157,17 +216,20 @@ def _refine(self_cost: SelfCost, slope: float, lo: float, hi: float, rel_tol: fl
 
 def compare(
     plan: Plan,
-    self_cost: SelfCost | None = None,
+    self_cost: SelfCost | TimeSelfCost | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[Comparison]:
     """Every API offering against the plan, with break-even volumes, cheapest API first."""
     if plan.problem is None:
         return []
+    if plan.over_time is not None:
+        return _compare_over_time(plan, plan.over_time, self_cost, progress)
     average_factor = plan.average_demand_factor
     rates, inputs, outputs = _class_arrays(plan)
     tokens_per_s = float((rates * (inputs + outputs)).sum())
-    self_monthly = plan.fleet.total_cost_per_hour_usd * HOURS_PER_MONTH
-    self_cost = self_cost or SelfCost(plan.problem, plan.solver)
+    self_monthly = plan.self_hosted_monthly_usd
+    if not isinstance(self_cost, SelfCost):
+        self_cost = SelfCost(plan.problem, plan.solver)
     out = []
     for quote in plan.api_quotes:
         if progress is not None:
@@ -184,6 +246,40 @@ def compare(
                 break_even_tokens_per_month=None
                 if scale is None
                 else scale * tokens_per_s * average_factor * SECONDS_PER_HOUR * HOURS_PER_MONTH,
+            )
+        )
+    return out
+
+
+def _compare_over_time(
+    plan: Plan,
+    tp: TimePlan,
+    self_cost: SelfCost | TimeSelfCost | None,
+    progress: Callable[[int], None] | None,
+) -> list[Comparison]:
+    """Every API against the plan over time: both averaged a month over the horizon; the
+    break-even scales every month's demand and re-solves the plan over time."""
+    rates, _, _ = _class_arrays(plan)
+    months = tp.horizon_months
+    tokens_per_month = sum(m.input_tokens + m.output_tokens for m in tp.monthly) / months
+    requests = sum(m.avg_requests_per_s for m in tp.monthly) / months * SECONDS_PER_HOUR
+    if not isinstance(self_cost, TimeSelfCost):
+        self_cost = TimeSelfCost(tp.problem, months, plan.solver)
+    self_monthly = plan.self_hosted_monthly_usd
+    out = []
+    for quote in plan.api_quotes:
+        if progress is not None:
+            progress(1)
+        api_monthly = tp.api_monthly_usd(quote)
+        scale = break_even_over_time(self_cost, api_monthly)
+        out.append(
+            Comparison(
+                quote=quote,
+                api_cost_per_request_usd=api_monthly / (requests * HOURS_PER_MONTH),
+                api_monthly_usd=api_monthly,
+                self_monthly_usd=self_monthly,
+                break_even_peak_requests_per_s=None if scale is None else scale * rates.sum(),
+                break_even_tokens_per_month=None if scale is None else scale * tokens_per_month,
             )
         )
     return out
@@ -226,6 +322,42 @@ class BuildVsBuy:
     comparisons: list[Comparison]
     curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     notes: tuple[str, ...] = ()  # what could not be computed, and why
+    api_curves: dict[str, np.ndarray] = field(default_factory=dict)  # every API, $/month
+
+    @property
+    def crossing(self) -> tuple[str, ...]:
+        """The APIs whose line crosses the self-hosted curve within the chart's range."""
+        if self.curves is None:
+            return ()
+        own = self.curves[1]
+        return tuple(
+            label
+            for label, api in self.api_curves.items()
+            if (api > own).any() and (api < own).any()
+        )
+
+    @property
+    def chart_title(self) -> str:
+        """What the break-even chart shows: a crossing, or that the lines never cross."""
+        if self.crossing:
+            return "Build vs buy: where self-hosting becomes cheaper"
+        cheaper = self.curves is not None and all(
+            (api < self.curves[1]).all() for api in self.api_curves.values()
+        )
+        who = "every API is cheaper" if cheaper else "self-hosting is cheaper"
+        return f"Build vs buy: the lines never cross in this range ({who})"
+
+
+def api_curves(plan: Plan, volume: np.ndarray) -> dict[str, np.ndarray]:
+    """Every API's bill a month at the chart's peak volumes (linear in the volume), labelled
+    "provider model id", on the same basis as `compare`."""
+    peak = plan.total_requests_per_s
+    out: dict[str, np.ndarray] = {}
+    for q in plan.api_quotes:
+        out.setdefault(
+            f"{q.provider} {q.provider_model_id}", plan.api_monthly_usd(q) * volume / peak
+        )
+    return out
 
 
 def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildVsBuy:
@@ -235,12 +367,30 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
     if plan.problem is None or not plan.api_quotes:
         return BuildVsBuy([], None)
     cost = SelfCost(plan.problem, plan.solver)
+    over_time = (
+        TimeSelfCost(plan.over_time.problem, plan.over_time.horizon_months, plan.solver)
+        if plan.over_time is not None
+        else None
+    )
     try:
-        rows = compare(plan, cost, progress)
+        rows = compare(plan, over_time or cost, progress)
     except SolverError as err:
         return BuildVsBuy([], None, (f"break-even volumes not computed: {err.message}",))
+    notes = _stopped_note(over_time)
     try:
         curves = cost_curves(plan, plan.api_quotes[0], cost)
     except SolverError as err:
-        return BuildVsBuy(rows, None, (f"self-host vs API chart not drawn: {err.message}",))
-    return BuildVsBuy(rows, curves)
+        notes += (f"self-host vs API chart not drawn: {err.message}",)
+        return BuildVsBuy(rows, None, notes)
+    return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]))
+
+
+def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:
+    """Say how many of the break-even plans over time stopped at the time limit."""
+    if cost is None or not cost.stopped:
+        return ()
+    return (
+        f"{cost.stopped} of {len(cost.cache)} break-even plans over time stopped at the "
+        f"{cost.options.time_limit_s:g} s time limit: their cost is the best plan found, "
+        "not proven optimal (raise solver.time_limit_s)",
+    )

@@ -27,6 +27,7 @@ from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate, ttft_ms_at
 from planner.planning import assumptions as facts
 from planner.planning.diagnose import explain_infeasible
+from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.plan import Plan
 from planner.schema.hardware import Gpu
@@ -305,6 +306,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         t0 = time.perf_counter()
         result = replace(result, over_time=plan_over_time(scenario, catalog, result))
         timings["over_time"] = time.perf_counter() - t0
+    result = replace(result, energy=energy_of(scenario, catalog, result))
     timings["total"] = time.perf_counter() - start
     return result
 

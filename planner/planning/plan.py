@@ -13,7 +13,7 @@ from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.perf.candidates import Price
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
-from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,31 @@ class PriceFact:
     usd_per_gpu_hour: float
     source: str
     assumption: bool
+    discount_vs_on_demand: float | None = None  # set when derived as on-demand x (1 - d)
 
     @property
     def plan_tier(self) -> str:
         """The tier as `TIERS` names it: a reserved price of any term is "reserved"."""
         return "reserved" if self.tier.startswith("reserved") else self.tier
+
+
+@dataclass(frozen=True)
+class SolveFact:
+    """One solve behind the plan: what it decided, how it ended, the gap it left, how long."""
+
+    name: str
+    status: str  # optimal, time_limit, infeasible
+    gap: float  # relative gap to the solver's bound (0 when optimal)
+    seconds: float
+    backend: str
+    time_limit_s: float
+
+    @property
+    def label(self) -> str:
+        """The status as every renderer writes it: "optimal", "time_limit (gap 10.9%)"."""
+        if self.status == "optimal" or not np.isfinite(self.gap):
+            return self.status
+        return f"{self.status} (gap {self.gap:.1%})"
 
 
 TIERS = ("reserved", "owned", "on_demand", "spot")  # held for the horizon, then rented
@@ -70,6 +90,9 @@ class PeriodPlan:
     demand: dict[str, float]  # request class -> req/s
     gpus: dict[str, TierGpus]  # GPU type -> GPUs by tier (every type of the plan)
     cost_usd: float
+    # requests/s the period's fleet carries at planned utilisation, capacity weighted by the
+    # period's class mix, spot replicas net of pre-emption
+    capacity_requests_per_s: float = 0.0
 
     @property
     def demand_requests_per_s(self) -> float:
@@ -84,10 +107,13 @@ class PeriodPlan:
 
 @dataclass(frozen=True)
 class MonthPlan:
-    """One month: demand, output tokens and cost by tier (its block's cost split evenly)."""
+    """One month: peak and served demand, tokens and cost by tier (its block's cost split
+    evenly over its months)."""
 
     month: int  # from 1
-    avg_requests_per_s: float
+    peak_requests_per_s: float  # all classes' peak this month (the scenario's peak x growth)
+    avg_requests_per_s: float  # served on average: the profile's mean x this month's peak
+    input_tokens: float  # served in the month
     output_tokens: float
     reserved_usd: float
     owned_usd: float
@@ -116,10 +142,26 @@ class TimePlan:
     output_tokens: float
     problem: TimeProblem
     notes: tuple[str, ...] = ()
+    class_mean_level: dict[str, float] = field(default_factory=dict)  # class -> profile mean
+    shared_profile: bool = True  # every class follows the scenario's one hourly profile
 
     @property
     def cost_per_1k_output_tokens_usd(self) -> float:
         return self.solution.total_cost / self.output_tokens * 1e3
+
+    @property
+    def monthly_average_usd(self) -> float:
+        """The horizon's cost a month on average: what self-hosting is compared at."""
+        return self.solution.total_cost / self.horizon_months
+
+    def api_monthly_usd(self, quote: ApiQuote) -> float:
+        """An API's bill a month averaged over the horizon: the tokens each month serves."""
+        total = sum(
+            (m.input_tokens * quote.input_usd_per_1m + m.output_tokens * quote.output_usd_per_1m)
+            / TOKENS_PER_1M
+            for m in self.monthly
+        )
+        return total / self.horizon_months
 
     @property
     def monthly_total_usd(self) -> float:
@@ -168,6 +210,32 @@ class TimePlan:
 
 
 @dataclass(frozen=True)
+class EnergyPlan:
+    """The plan's power, energy per 1K output tokens and CO2, with the inputs they use."""
+
+    tdp_w: dict[str, float]  # GPU type of the plan -> its catalog TDP
+    utilisation: float
+    pue: float
+    grid_g_co2_per_kwh: float | None
+    power_kw: float  # the peak fleet at planned utilisation, facility included
+    wh_per_1k_output_tokens: float  # the peak fleet at the peak demand
+    over_time_wh_per_1k_output_tokens: float | None  # the plan over time, whole horizon
+    missing_tdp: tuple[str, ...] = ()  # GPU types without a TDP (left out of the power)
+
+    @property
+    def g_co2_per_1k_output_tokens(self) -> float | None:
+        """CO2 per 1K output tokens at the peak: energy x grid intensity."""
+        grid = self.grid_g_co2_per_kwh
+        return None if grid is None else self.wh_per_1k_output_tokens / 1e3 * grid
+
+    @property
+    def over_time_g_co2_per_1k_output_tokens(self) -> float | None:
+        """CO2 per 1K output tokens over the horizon of the plan over time."""
+        grid, wh = self.grid_g_co2_per_kwh, self.over_time_wh_per_1k_output_tokens
+        return None if grid is None or wh is None else wh / 1e3 * grid
+
+
+@dataclass(frozen=True)
 class Plan:
     """Everything planner concluded for one scenario."""
 
@@ -189,6 +257,25 @@ class Plan:
     over_time: TimePlan | None = None  # when the scenario has a finance section
     problem: FleetProblem | None = None  # the fleet problem the plan was solved from
     solver: SolverOptions = field(default_factory=SolverOptions)  # for every later re-solve
+    energy: EnergyPlan | None = None  # power, energy and CO2 per token
+
+    @property
+    def solves(self) -> tuple[SolveFact, ...]:
+        """Every solve behind the figures: the peak plan, the best single-GPU-type plan, the
+        plan over time and its all-on-demand comparison, each with its status and gap."""
+        opt = self.solver
+        out = [_solve_fact("peak plan", self.fleet, opt)]
+        if self.single_gpu_best is not None:
+            out.append(_solve_fact("best single-GPU-type plan", self.single_gpu_best, opt))
+        ot = self.over_time
+        if ot is not None:
+            for name, sol in (("plan over time", ot.solution), ("all on-demand", ot.all_on_demand)):
+                if sol is not None:
+                    fact = SolveFact(
+                        name, sol.status, sol.gap, sol.solve_seconds, opt.backend, opt.time_limit_s
+                    )
+                    out.append(fact)
+        return tuple(out)
 
     @property
     def average_demand_factor(self) -> float:
@@ -200,6 +287,11 @@ class Plan:
     @property
     def total_requests_per_s(self) -> float:
         return sum(c.requests_per_second for c in self.classes)
+
+    @property
+    def capacity_requests_per_s(self) -> float:
+        """Requests/s the peak fleet carries at planned utilisation (every line summed)."""
+        return float(sum(d.capacity_requests_per_s for d in self.fleet.deployments))
 
     @property
     def input_tokens_per_s(self) -> float:
@@ -230,8 +322,30 @@ class Plan:
         return min(self.api_quotes, key=lambda q: q.cost_per_hour_usd, default=None)
 
     def api_monthly_usd(self, quote: ApiQuote) -> float:
-        """An API's bill a month at the average demand: it bills the tokens served."""
+        """An API's bill a month for the tokens served: at the average demand, averaged over
+        the horizon's months when there is a plan over time."""
+        if self.over_time is not None:
+            return self.over_time.api_monthly_usd(quote)
         return quote.monthly_cost_usd * self.average_demand_factor
+
+    @property
+    def self_hosted_monthly_usd(self) -> float:
+        """Self-hosting's cost a month as APIs are compared with it: the plan over time's
+        average month when there is one, else the fleet sized for the peak, 24/7."""
+        if self.over_time is not None:
+            return self.over_time.monthly_average_usd
+        return self.fleet.monthly_cost_usd
+
+    @property
+    def self_hosted_basis(self) -> str:
+        """What `self_hosted_monthly_usd` is, for every renderer to say."""
+        ot = self.over_time
+        if ot is not None:
+            return (
+                f"average month of the {ot.horizon_months}-month plan over time (reserved, "
+                "owned, on-demand and spot)"
+            )
+        return f"fleet sized for the peak, 24/7 ({self.fleet.total_gpus} GPUs)"
 
     @property
     def cheapest_api_monthly_usd(self) -> float | None:
@@ -242,9 +356,9 @@ class Plan:
     @property
     def api_saving_monthly_usd(self) -> float | None:
         """What self-hosting saves a month against the cheapest API (negative: the API is
-        cheaper), the fleet sized for the peak against the API at the average demand."""
+        cheaper), both as `self_hosted_monthly_usd` and `api_monthly_usd` have them."""
         api = self.cheapest_api_monthly_usd
-        return None if api is None else api - self.fleet.monthly_cost_usd
+        return None if api is None else api - self.self_hosted_monthly_usd
 
     @property
     def deployment_cost_per_1k_output_tokens_usd(self) -> tuple[float, ...]:
@@ -258,3 +372,10 @@ class Plan:
             * TOKENS_PER_1K
             for d in self.fleet.deployments
         )
+
+
+def _solve_fact(name: str, fleet: FleetSummary, options: SolverOptions) -> SolveFact:
+    """A solved fleet's status, gap and time as a SolveFact."""
+    return SolveFact(
+        name, fleet.status, fleet.gap, fleet.solve_seconds, options.backend, options.time_limit_s
+    )

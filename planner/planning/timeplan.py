@@ -27,7 +27,7 @@ from planner.planning.plan import (
 from planner.schema.finance import DemandProfile, Finance, Owned
 from planner.schema.hardware import Gpu
 from planner.schema.scenario import Scenario
-from planner.units import HOURS_PER_MONTH
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 MAX_CANDIDATES_PER_GPU = 1  # per GPU type, the most cost-efficient offered candidates
 
@@ -143,6 +143,7 @@ def _reserved_price(finance: Finance, gpu: Gpu, od: float | None):
             f"on-demand x (1 - {res.discount_vs_on_demand:g}) from "
             "finance.reserved.discount_vs_on_demand",
             True,
+            res.discount_vs_on_demand,
         )
     return None
 
@@ -222,7 +223,7 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
         )
     on_demand_only = solve_time(problem.without("reserved", "owned", "spot"), options)
     all_res_cost, all_res_gpus = _all_reserved(problem, on_demand_only)
-    monthly = _months(problem, solution, plan, fin)
+    monthly = _months(problem, solution, plan, fin, profiles.mean(axis=1))
     profile = (peaks @ profiles) / peaks.sum()
     return TimePlan(
         solution=solution,
@@ -240,6 +241,8 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
         output_tokens=float(np.sum([m.output_tokens for m in monthly])),
         problem=problem,
         notes=_time_notes(prices, gpus),
+        class_mean_level={n: float(m) for n, m in zip(names, profiles.mean(axis=1), strict=True)},
+        shared_profile=not fin.profile.by_class,
     )
 
 
@@ -294,9 +297,20 @@ def _periods(
             demand={n: float(problem.demand[w, p]) for w, n in enumerate(names)},
             gpus={g: _tier_gpus(problem, sol, i, p) for i, g in enumerate(sol.gpu_types)},
             cost_usd=float(_period_cost(problem, sol, p)),
+            capacity_requests_per_s=_period_capacity(problem, sol, p),
         )
         for p, hours in enumerate(problem.hours)
     )
+
+
+def _period_capacity(problem: TimeProblem, sol: TimeSolution, p: int) -> float:
+    """Requests/s period p's replicas carry at planned utilisation, each candidate's
+    capacity weighted by the period's class mix; spot replicas net of pre-emption."""
+    demand = problem.demand[:, p]
+    weights = demand / demand.sum() if demand.sum() > 0 else np.full(len(demand), 1 / len(demand))
+    per_replica = problem.capacity @ weights
+    keep = 1.0 - problem.preemption_overhead
+    return float((sol.replicas[:, p] + keep * sol.spot_replicas[:, p]) @ per_replica)
 
 
 def _tier_gpus(problem: TimeProblem, sol: TimeSolution, i: int, p: int) -> TierGpus:
@@ -350,27 +364,33 @@ def _tier_cost(problem: TimeProblem, sol: TimeSolution, periods: list[int]) -> d
 
 
 def _months(
-    problem: TimeProblem, sol: TimeSolution, plan: Plan, fin: Finance
+    problem: TimeProblem, sol: TimeSolution, plan: Plan, fin: Finance, mean_level: np.ndarray
 ) -> tuple[MonthPlan, ...]:
-    """One record per month: demand, tokens, cost by tier (a block's cost split evenly over
-    its months), total and cost per 1K output tokens."""
+    """One record per month: the volume served, cost by tier (a block's cost split evenly
+    over its months), total and cost per 1K output tokens.
+
+    The volume is each class's profile mean (`mean_level`, fraction of its peak) times the
+    month's peak, not the slots' levels: a slot carries the highest hour of its group so
+    that capacity covers every hour, which would overstate the traffic served and billed."""
     blocks = month_blocks(fin.horizon_months, fin.months_per_period)
     n_slots = len(problem.hours) // len(blocks)
     peaks = np.array([c.requests_per_second for c in plan.classes], float)
+    in_len = np.array([c.input_tokens for c in plan.classes], float)
     out_len = np.array([c.output_tokens for c in plan.classes], float)
-    level = problem.demand[:, :n_slots] / problem.demand[:, :n_slots].max(axis=1, keepdims=True)
-    share = problem.hours[:n_slots] / problem.hours[:n_slots].sum()
+    seconds = HOURS_PER_MONTH * SECONDS_PER_HOUR
     out = []
     for b, block in enumerate(blocks):
         costs = _tier_cost(problem, sol, list(range(b * n_slots, (b + 1) * n_slots)))
         for m in block:
-            demand = peaks[:, None] * level * (1.0 + fin.growth_per_month) ** m
-            tokens = float((out_len[:, None] * demand * share).sum() * HOURS_PER_MONTH * 3600)
+            served = peaks * mean_level * (1.0 + fin.growth_per_month) ** m  # req/s by class
+            tokens = float(out_len @ served * seconds)
             n, total = len(block), sum(costs.values()) / len(block)
             out.append(
                 MonthPlan(
                     month=m + 1,
-                    avg_requests_per_s=float((demand.sum(axis=0) * share).sum()),
+                    peak_requests_per_s=float(peaks.sum() * (1.0 + fin.growth_per_month) ** m),
+                    avg_requests_per_s=float(served.sum()),
+                    input_tokens=float(in_len @ served * seconds),
                     output_tokens=tokens,
                     reserved_usd=costs["reserved"] / n,
                     owned_usd=costs["owned"] / n,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.inputs.catalog import Catalog
-from planner.render.text import table
+from planner.render.tables import Col, Layout, table
 
 
 def _gpu(g) -> dict:
@@ -77,8 +77,8 @@ def catalog_records(catalog: Catalog, kind: str) -> list[dict]:
     ]
 
 
-def catalog_table(kind: str, records: list[dict]) -> str:
-    """A terminal table of the records."""
+def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> str:
+    """A terminal table of the records, fitting the layout's width."""
     if not records:
         return f"(no {kind})"
     if kind == "gpus":
@@ -95,7 +95,15 @@ def catalog_table(kind: str, records: list[dict]) -> str:
             )
             for r in records
         ]
-        return table(["id", "GB", "GB/s", "dense TFLOPS", "domain", "on-demand $/GPU-h"], rows)
+        cols = [
+            Col("id"),
+            Col("GB", "r"),
+            Col("GB/s", "r"),
+            Col("dense TFLOPS"),
+            Col("domain", "r", 1),
+            Col("on-demand $/GPU-h"),
+        ]
+        return table(cols, rows, layout)
     if kind == "models":
         rows = [
             (
@@ -109,7 +117,12 @@ def catalog_table(kind: str, records: list[dict]) -> str:
             )
             for r in records
         ]
-        return table(["id", "arch", "params B", "active B", "layers", "KV heads", "context"], rows)
+        return table(
+            ["id", "arch", "params B", "active B", "layers", "KV heads", "context"],
+            rows,
+            layout,
+            "llrrrrr",
+        )
     if kind == "quants":
         rows = [
             (
@@ -121,6 +134,28 @@ def catalog_table(kind: str, records: list[dict]) -> str:
             )
             for r in records
         ]
-        return table(["id", "bytes/param", "math", "KV", "GPUs"], rows)
-    keys = list(records[0])
-    return table(keys, [[r[k] for k in keys] for r in records])
+        return table(["id", "bytes/param", "math", "KV", "GPUs"], rows, layout, "lrllr")
+    if kind == "engines":
+        rows = [(r["id"], r["name"], ", ".join(r["families"]), r["source"]) for r in records]
+        cols = [Col("id"), Col("name"), Col("families"), Col("source", "l", 1)]
+        return table(cols, rows, layout)
+    rows = [
+        (
+            r["provider"],
+            r["model"],
+            r["provider_model_id"],
+            f"{r['input_usd_per_1m']:g}",
+            f"{r['output_usd_per_1m']:g}",
+            r["as_of"],
+        )
+        for r in records
+    ]
+    cols = [
+        Col("provider"),
+        Col("model"),
+        Col("provider model id"),
+        Col("$/1M in", "r"),
+        Col("$/1M out", "r"),
+        Col("as of", "l", 1),
+    ]
+    return table(cols, rows, layout)

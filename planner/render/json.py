@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from planner.planning.plan import PeriodPlan, Plan, TimePlan
+from planner.planning.plan import EnergyPlan, PeriodPlan, Plan, SolveFact, TimePlan
 from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 
@@ -165,10 +165,35 @@ def plan_dict(plan: Plan) -> dict:
         api=[_quote_dict(q) for q in plan.api_quotes],
         cheapest_api=_quote_dict(plan.cheapest_api) if plan.cheapest_api else None,
         notes=list(plan.notes),
+        solves=[solve_record(f) for f in plan.solves],
+        energy_wh_per_1k_output_tokens=plan.energy.wh_per_1k_output_tokens if plan.energy else None,
+        energy=energy_dict(plan.energy) if plan.energy else None,
     )
     out["lower_bound_per_hour_usd"] = plan.fleet.lower_bound_per_hour_usd
     out["over_time"] = time_plan_dict(plan.over_time) if plan.over_time is not None else None
     return out
+
+
+def energy_dict(e: EnergyPlan) -> dict:
+    """Power, energy and CO2 per 1K output tokens, with the inputs they come from."""
+    return {
+        "tdp_w": e.tdp_w,
+        "utilisation": e.utilisation,
+        "pue": e.pue,
+        "grid_g_co2_per_kwh": e.grid_g_co2_per_kwh,
+        "power_kw": e.power_kw,
+        "energy_wh_per_1k_output_tokens": e.wh_per_1k_output_tokens,
+        "co2_g_per_1k_output_tokens": e.g_co2_per_1k_output_tokens,
+        "over_time_energy_wh_per_1k_output_tokens": e.over_time_wh_per_1k_output_tokens,
+        "over_time_co2_g_per_1k_output_tokens": e.over_time_g_co2_per_1k_output_tokens,
+        "missing_tdp": list(e.missing_tdp),
+    }
+
+
+def solve_record(fact: SolveFact) -> dict:
+    """One solve's name, status and gap (its seconds and limit left out: reruns stay
+    byte-identical and a plan does not depend on the limit it was solved under)."""
+    return {"name": fact.name, "status": fact.status, "gap": fact.gap}
 
 
 def period_record(period: PeriodPlan) -> dict:
@@ -213,7 +238,9 @@ def compare_dict(plan: Plan, rows) -> dict:
         "model": plan.model_id,
         "demand_requests_per_s": plan.total_requests_per_s,
         "average_demand_factor": plan.average_demand_factor,
-        "self_hosted_monthly_usd": plan.fleet.monthly_cost_usd,
+        "self_hosted_monthly_usd": plan.self_hosted_monthly_usd,
+        "self_hosted_basis": plan.self_hosted_basis,
+        "peak_fleet_monthly_usd": plan.fleet.monthly_cost_usd,
         "apis": [
             {
                 **_quote_dict(r.quote),

@@ -8,8 +8,12 @@ from pathlib import Path
 import numpy as np
 
 from planner.errors import InputError
+from planner.planning.breakeven import BuildVsBuy
 from planner.planning.plan import Plan
+from planner.render.colours import colour
 from planner.writing import write_atomic
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def _pyplot():
@@ -37,8 +41,16 @@ def frontier(plan: Plan, path: Path) -> Path:
     rows = plan.candidates
     rows = rows[rows["fits"] & rows["cost_per_1k_output_tokens_usd"].notna()]
     fig, ax = plt.subplots(figsize=(8, 5))
-    for gpu, grp in rows.groupby("gpu", observed=True):
-        ax.scatter(grp["tpot_ms"], grp["cost_per_1k_output_tokens_usd"], s=8, label=gpu, alpha=0.6)
+    for k, (gpu, grp) in enumerate(rows.groupby("gpu", observed=True)):
+        ax.scatter(
+            grp["tpot_ms"],
+            grp["cost_per_1k_output_tokens_usd"],
+            s=8,
+            label=gpu,
+            alpha=0.6,
+            color=f"#{colour(k)}",
+            marker=MARKERS[(k // 10) % len(MARKERS)],
+        )
     for c in plan.classes:
         if c.tpot_ms:
             ax.axvline(c.tpot_ms, color="red", lw=1, ls="--")
@@ -118,4 +130,27 @@ def break_even(
         title="Build vs buy: where self-hosting becomes cheaper",
     )
     ax.legend()
+    return _save(fig, path)
+
+
+def break_even_all(analysis: BuildVsBuy, current: float, path: Path) -> Path:
+    """Monthly cost of self-hosting and of every API against peak demand, titled by whether
+    the lines cross in the range shown."""
+    plt = _pyplot()
+    assert analysis.curves is not None
+    volume, own, _ = analysis.curves
+    fig, ax = plt.subplots(figsize=(9, 6))
+    ax.step(volume, own, where="post", color="black", lw=2, label="self-hosted (re-solved, 24/7)")
+    for k, (label, api) in enumerate(analysis.api_curves.items()):
+        ax.plot(volume, api, color=f"#{colour(k)}", lw=1.2, label=f"API: {label}")
+    ax.axvline(current, color="gray", ls="--", lw=1)
+    ax.text(current, ax.get_ylim()[1], " this scenario", va="top", fontsize=8, color="gray")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="peak requests/s",
+        ylabel="$ per month",
+        title=analysis.chart_title,
+    )
+    ax.legend(fontsize=6, ncol=2, loc="upper left")
     return _save(fig, path)

@@ -1,62 +1,26 @@
-"""Terminal tables for plans, estimates and comparisons. Formats; computes nothing new."""
+"""Terminal output for plans, estimates and comparisons. Formats; computes nothing new.
+
+Everything fits 100 columns (tables drop their least important columns, prose wraps) unless
+the layout is wide (`--wide`); tables are laid out by `render.tables`, the door to rich.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
-from planner.schema.plan import FleetSummary
+from planner.render.tables import Col, Layout, human, money, per_token_money, table, wrap
+from planner.schema.plan import Deployment, FleetSummary
 from planner.units import HOURS_PER_MONTH
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:
-    """A plain aligned table: text left, numbers right."""
-    cells = [[str(h) for h in headers]] + [[_cell(v) for v in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    numeric = [align[i] == "r" if i < len(align) else _is_num(rows, i) for i in range(len(headers))]
-    lines = []
-    for j, r in enumerate(cells):
-        parts = [
-            c.rjust(w) if numeric[i] else c.ljust(w)
-            for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        lines.append("  ".join(parts).rstrip())
-        if j == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _is_num(rows: Sequence[Sequence[Any]], i: int) -> bool:
-    return bool(rows) and all(
-        isinstance(r[i], int | float | np.number)
-        or str(r[i]).lstrip("$-").replace(",", "").replace(".", "").replace("%", "").isdigit()
-        for r in rows
-    )
-
-
-def _cell(v: Any) -> str:
-    if isinstance(v, float | np.floating):
-        if float(v).is_integer():
-            return f"{int(v):,}"
-        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}"
-    return str(v)
-
 
 # a smaller saving of the GPU mix is rounding: the optimum is the single-GPU-type plan
 NO_SAVING_USD_PER_MONTH = 1e-3
 
 
-def money(v: float, digits: int = 2) -> str:
-    return f"${v:,.{digits}f}" if math.isfinite(v) else "n/a"
-
-
-def render_estimate(row: pd.Series) -> str:
+def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     """A readable breakdown of one deployment."""
     head = (
         f"{row['model']} on {row['tp']} x {row['gpu']}  {row['quant']} weights "
@@ -103,94 +67,144 @@ def render_estimate(row: pd.Series) -> str:
         "Cost: no price in the catalog for this GPU (pass --price)"
         if not math.isfinite(price)
         else f"Cost {money(row['cost_per_hour_usd'])}/h ({row['tp']} x {money(price)} "
-        f"{row['price_provider']}), {money(row['cost_per_1k_output_tokens_usd'], 4)} "
-        f"per 1K output tokens, {money(row['cost_per_request_usd'], 5)} per request"
+        f"{row['price_provider']}), {per_token_money(row['cost_per_1k_output_tokens_usd'])} "
+        f"per 1K output tokens ({money(row['cost_per_1k_output_tokens_usd'] * 1e3)} per 1M), "
+        f"{per_token_money(row['cost_per_request_usd'])} per request"
     )
-    tbl = table(["TPOT term", "ms", "detail"], [(n, float(v), d) for n, v, d in terms], "lrl")
-    return "\n".join([head, mem, "", tbl, "", bound, serve, cost])
+    rows = [(n, f"{float(v):.3f}", d) for n, v, d in terms]
+    tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
+    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, cost)]
+    return "\n".join([*prose[:3], tbl, *prose[3:]])
+
+
+def serves(d: Deployment) -> str:
+    """The request classes a fleet line carries load for, as the fleet table names them."""
+    found = [n for n, load in d.load_by_class.items() if load > 1e-9]
+    return ", ".join(found or list(d.tpot_ms_by_class)) or "-"
+
+
+FLEET_COLUMNS = (
+    Col("GPU"),
+    Col("serves"),
+    Col("GPUs", "r"),
+    Col("tp", "r", 3),
+    Col("quant", "l", 5),
+    Col("kv", "l", 7),
+    Col("batch", "r", 6),
+    Col("replicas", "r"),
+    Col("req/s", "r", 4),
+    Col("TPOT ms", "r", 2),
+    Col("TTFT ms", "r", 2),
+    Col("$/h", "r", 8),
+    Col("$/month", "r"),
+)
 
 
 def _fleet_rows(f: FleetSummary) -> list[tuple]:
-    rows = []
-    for d in f.deployments:
-        rows.append(
-            (
-                d.gpu,
-                d.gpus,
-                d.tp,
-                d.quant,
-                d.kv_dtype,
-                d.batch,
-                d.replicas,
-                f"{d.requests_per_s:.2f}",
-                f"{d.tpot_ms:.1f}",
-                f"{d.ttft_ms:.0f}",
-                money(d.cost_per_hour_usd),
-                money(d.cost_per_hour_usd * HOURS_PER_MONTH, 0),
-            )
+    return [
+        (
+            d.gpu,
+            serves(d),
+            d.gpus,
+            d.tp,
+            d.quant,
+            d.kv_dtype,
+            d.batch,
+            d.replicas,
+            f"{d.requests_per_s:,.2f}",
+            f"{d.tpot_ms:.1f}",
+            f"{d.ttft_ms:,.0f}",
+            money(d.cost_per_hour_usd),
+            money(d.cost_per_hour_usd * HOURS_PER_MONTH, 0),
         )
-    return rows
+        for d in f.deployments
+    ]
 
 
-def render_plan(plan: Plan) -> str:
+def _class_table(plan: Plan, layout: Layout) -> str:
+    cols = [
+        Col("class"),
+        Col("req/s", "r"),
+        Col("in tokens", "r"),
+        Col("out tokens", "r"),
+        Col("SLA TPOT ms", "r"),
+        Col("SLA TTFT ms", "r"),
+        Col("statistic", "l", 1),
+    ]
+    rows = [
+        (
+            c.name,
+            human(c.requests_per_second),
+            c.input_tokens,
+            c.output_tokens,
+            c.tpot_ms or "-",
+            c.ttft_ms or "-",
+            c.statistic,
+        )
+        for c in plan.classes
+    ]
+    return table(cols, rows, layout)
+
+
+def render_plan(plan: Plan, layout: Layout = Layout()) -> str:
     """The terminal summary of a plan."""
     f = plan.fleet
     status = f.status if f.status == "optimal" else f"{f.status} (gap {f.gap:.1%} to LP bound)"
     lines = [
-        f"Plan for {plan.scenario_name}: {plan.model_id} on {plan.engine}, "
-        f"{plan.total_requests_per_s:g} req/s peak, utilisation target "
-        f"{plan.utilisation:.0%}  [solver: {status}]",
+        wrap(
+            f"Plan for {plan.scenario_name}: {plan.model_id} on {plan.engine}, "
+            f"{human(plan.total_requests_per_s)} req/s peak, utilisation target "
+            f"{plan.utilisation:.0%}  [solver: {status}]",
+            layout,
+        ),
         "",
-    ]
-    lines.append(
-        table(
-            ["class", "req/s", "in", "out", "SLA TPOT ms", "SLA TTFT ms", "stat"],
-            [
-                (
-                    c.name,
-                    f"{c.requests_per_second:g}",
-                    c.input_tokens,
-                    c.output_tokens,
-                    c.tpot_ms or "-",
-                    c.ttft_ms or "-",
-                    c.statistic,
-                )
-                for c in plan.classes
-            ],
-        )
-    )
-    lines += [
+        _class_table(plan, layout),
         "",
-        table(
-            [
-                "GPU",
-                "GPUs",
-                "tp",
-                "quant",
-                "kv",
-                "batch",
-                "replicas",
-                "req/s",
-                "TPOT ms",
-                "TTFT ms",
-                "$/h",
-                "$/month",
-            ],
-            _fleet_rows(f),
+        table(FLEET_COLUMNS, _fleet_rows(f), layout),
+        "",
+        wrap(
+            f"Total: {f.total_gpus} GPUs, {money(f.total_cost_per_hour_usd)}/h, "
+            f"{money(f.monthly_cost_usd, 0)}/month; "
+            f"{per_token_money(f.cost_per_1k_output_tokens_usd)} per 1K output tokens "
+            f"({money(f.cost_per_1k_output_tokens_usd * 1e3)} per 1M), "
+            f"{money(f.cost_per_1m_tokens_usd, 3)} per 1M tokens (input + output)",
+            layout,
         ),
     ]
-    lines += [
-        "",
-        f"Total: {f.total_gpus} GPUs, {money(f.total_cost_per_hour_usd)}/h, "
-        f"{money(f.monthly_cost_usd, 0)}/month; {money(f.cost_per_1k_output_tokens_usd, 4)}"
-        f" per 1K output tokens, {money(f.cost_per_1m_tokens_usd, 3)} per 1M tokens "
-        f"(input + output)",
-    ]
-    lines += _comparison_lines(plan)
-    lines += [f"Note: {n}" for n in plan.notes]
+    lines += [wrap(x, layout) for x in _comparison_lines(plan)]
+    if plan.energy is not None:
+        lines.append(wrap(energy_line(plan), layout, "  "))
+    lines += [wrap(f"Note: {n}", layout, "  ") for n in plan.notes]
     if plan.over_time is not None:
-        lines.append(render_time_plan(plan.over_time))
+        lines.append(render_time_plan(plan.over_time, layout))
+    lines += ["", wrap(solves_line(plan), layout, "  ")]
     return "\n".join(lines)
+
+
+def energy_line(plan: Plan) -> str:
+    """Power and energy (and CO2 when the grid is given) per 1K output tokens."""
+    e = plan.energy
+    assert e is not None
+    line = (
+        f"Energy: {e.power_kw:,.2f} kW at {e.utilisation:.0%} of TDP x PUE {e.pue:g}, "
+        f"{e.wh_per_1k_output_tokens:.3g} Wh per 1K output tokens at the peak"
+    )
+    if e.over_time_wh_per_1k_output_tokens is not None:
+        line += f", {e.over_time_wh_per_1k_output_tokens:.3g} Wh over the plan over time"
+    co2, co2_t = e.g_co2_per_1k_output_tokens, e.over_time_g_co2_per_1k_output_tokens
+    if co2 is not None:
+        line += f"; CO2 {co2:.3g} g per 1K output tokens at {e.grid_g_co2_per_kwh:g} g/kWh"
+        line += f" ({co2_t:.3g} g over time)" if co2_t is not None else ""
+    if e.missing_tdp:
+        line += f" (no TDP in the catalog for {', '.join(e.missing_tdp)}: left out)"
+    return line
+
+
+def solves_line(plan: Plan) -> str:
+    """Every solve behind the figures with its status, gap and time."""
+    opt = plan.solver
+    parts = [f"{f.name} {f.label} in {f.seconds:.2f} s" for f in plan.solves]
+    return f"Solves ({opt.backend}, limit {opt.time_limit_s:g} s each): " + "; ".join(parts)
 
 
 def _comparison_lines(plan: Plan) -> list[str]:
@@ -235,19 +249,28 @@ def _api_line(plan: Plan) -> str:
         if factor == 1.0
         else f"at the profile's average demand ({factor:.0%} of the peak)"
     )
+    if plan.over_time is not None:
+        basis += f", averaged over {plan.over_time.horizon_months} months of growth"
     return (
         f"Cheapest API: {api.provider} {api.provider_model_id} "
         f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
         f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
-        "fleet sized for the peak"
+        f"{plan.self_hosted_basis}, {money(plan.self_hosted_monthly_usd, 0)}/month"
     )
 
 
-def render_time_plan(tp: TimePlan) -> str:
+def render_time_plan(tp: TimePlan, layout: Layout = Layout()) -> str:
     """Terminal summary of the plan over time."""
-    lines = ["", _time_headline(tp), _period_table(tp), "", _month_table(tp), ""]
-    lines += _time_totals(tp)
-    lines += [f"Note: {n}" for n in tp.notes]
+    lines = [
+        "",
+        wrap(_time_headline(tp), layout),
+        _period_table(tp, layout),
+        "",
+        _month_table(tp, layout),
+        "",
+    ]
+    lines += [wrap(x, layout) for x in _time_totals(tp)]
+    lines += [wrap(f"Note: {n}", layout, "  ") for n in tp.notes]
     return "\n".join(lines)
 
 
@@ -272,40 +295,61 @@ def _gpu_mix(period: PeriodPlan) -> str:
     )
 
 
-def _period_table(tp: TimePlan) -> str:
+def _period_table(tp: TimePlan, layout: Layout) -> str:
     """One row per (block of months, demand slot)."""
     rows = [
         (
             months_label(p.months),
             p.slot,
             f"{p.hours:,.0f}",
-            f"{p.demand_requests_per_s:.1f}",
+            f"{p.demand_requests_per_s:,.1f}",
             _gpu_mix(p),
             money(p.cost_usd, 0),
         )
         for p in tp.periods
     ]
-    headers = ["months", "slot", "hours", "req/s", "GPUs (R reserved/owned, OD, S spot)", "cost"]
-    return table(headers, rows, "lrrrlr")
+    cols = [
+        Col("months"),
+        Col("slot", "r"),
+        Col("hours", "r", 2),
+        Col("req/s", "r"),
+        Col("GPUs (R reserved/owned, OD on demand, S spot)"),
+        Col("cost", "r"),
+    ]
+    return table(cols, rows, layout)
 
 
-def _month_table(tp: TimePlan) -> str:
+def _month_table(tp: TimePlan, layout: Layout) -> str:
     """One row per month: demand, cost by tier, total and $ per 1K output tokens."""
-    return table(
-        ["month", "avg req/s", "reserved", "on-demand", "spot", "total", "$/1K out"],
-        [
-            (
-                m.month,
-                f"{m.avg_requests_per_s:.1f}",
-                money(m.reserved_usd, 0),
-                money(m.on_demand_usd, 0),
-                money(m.spot_usd, 0),
-                money(m.total_usd, 0),
-                money(m.cost_per_1k_output_tokens_usd, 5),
-            )
-            for m in tp.monthly
-        ],
-    )
+    owned = any(m.owned_usd for m in tp.monthly)
+    cols = [
+        Col("month", "r"),
+        Col("peak req/s", "r", 2),
+        Col("avg req/s", "r"),
+        Col("reserved", "r", 3),
+        *([Col("owned", "r", 3)] if owned else []),
+        Col("on-demand", "r", 3),
+        Col("spot", "r", 3),
+        Col("total", "r"),
+        Col("$/1K out", "r"),
+        Col("$/1M out", "r", 1),
+    ]
+    rows = [
+        (
+            m.month,
+            f"{m.peak_requests_per_s:,.1f}",
+            f"{m.avg_requests_per_s:,.1f}",
+            money(m.reserved_usd, 0),
+            *([money(m.owned_usd, 0)] if owned else []),
+            money(m.on_demand_usd, 0),
+            money(m.spot_usd, 0),
+            money(m.total_usd, 0),
+            per_token_money(m.cost_per_1k_output_tokens_usd),
+            money(m.cost_per_1k_output_tokens_usd * 1e3),
+        )
+        for m in tp.monthly
+    ]
+    return table(cols, rows, layout)
 
 
 def _time_totals(tp: TimePlan) -> list[str]:
@@ -313,7 +357,8 @@ def _time_totals(tp: TimePlan) -> list[str]:
     sol = tp.solution
     lines = [
         f"Horizon total {money(sol.total_cost, 0)} "
-        f"({money(tp.cost_per_1k_output_tokens_usd, 5)} per 1K output tokens)"
+        f"({per_token_money(tp.cost_per_1k_output_tokens_usd)} per 1K output tokens, "
+        f"{money(tp.cost_per_1k_output_tokens_usd * 1e3)} per 1M)"
     ]
     od, saving, share = (
         tp.all_on_demand_cost_usd,
@@ -330,49 +375,56 @@ def _time_totals(tp: TimePlan) -> list[str]:
     return lines
 
 
-def render_compare(plan: Plan, rows) -> str:
-    """A table of every API offering against the self-hosted plan, and a bar chart."""
-    own = plan.fleet.monthly_cost_usd
-    head = (
-        f"Build vs buy for {plan.model_id}: {plan.total_requests_per_s:g} req/s peak, "
-        f"average {plan.average_demand_factor:.0%} of peak; self-hosted fleet "
-        f"{money(own, 0)}/month ({plan.fleet.total_gpus} GPUs, sized for the peak, 24/7)"
+COMPARE_COLUMNS = (
+    Col("provider", max_width=16),
+    Col("endpoint", max_width=24),
+    Col("$/1M\nin", "r", 3),
+    Col("$/1M\nout", "r", 3),
+    Col("$/request", "r", 4),
+    Col("API\n$/month", "r"),
+    Col("cheaper"),
+    Col("break-even\npeak req/s", "r"),
+    Col("break-even\ntokens/month", "r", 1),
+)
+
+
+def _compare_row(r) -> tuple:
+    be, tokens = r.break_even_peak_requests_per_s, r.break_even_tokens_per_month
+    return (
+        r.quote.provider,
+        r.quote.provider_model_id,
+        f"{r.quote.input_usd_per_1m:g}",
+        f"{r.quote.output_usd_per_1m:g}",
+        per_token_money(r.api_cost_per_request_usd),
+        money(r.api_monthly_usd, 0),
+        "API" if r.api_is_cheaper else "self",
+        "never" if be is None else f"{be:,.2f}",
+        "-" if tokens is None else human(tokens),
+    )
+
+
+def render_compare(plan: Plan, rows, layout: Layout = Layout(), notes: tuple[str, ...] = ()) -> str:
+    """A table of every API offering against the self-hosted plan, a bar chart, and the
+    analysis's notes (break-even plans stopped at the time limit, what was not computed)."""
+    own = plan.self_hosted_monthly_usd
+    apis = "; APIs bill each month's tokens, averaged the same way" if plan.over_time else ""
+    head = wrap(
+        f"Build vs buy for {plan.model_id}: {human(plan.total_requests_per_s)} req/s peak, "
+        f"average {plan.average_demand_factor:.0%} of peak; self-hosted "
+        f"{money(own, 0)}/month ({plan.self_hosted_basis}{apis})",
+        layout,
     )
     if not rows:
         return head + f"\nNo API in the catalog serves {plan.model_id}."
-    body = table(
-        [
-            "provider",
-            "endpoint",
-            "$/1M in",
-            "$/1M out",
-            "$/request",
-            "API $/month",
-            "vs self",
-            "break-even peak req/s",
-            "break-even tokens/month",
-        ],
-        [
-            (
-                r.quote.provider,
-                r.quote.provider_model_id[:40],
-                f"{r.quote.input_usd_per_1m:g}",
-                f"{r.quote.output_usd_per_1m:g}",
-                f"{r.api_cost_per_request_usd:.6f}",
-                money(r.api_monthly_usd, 0),
-                "API cheaper" if r.api_is_cheaper else "self cheaper",
-                "never in range"
-                if r.break_even_peak_requests_per_s is None
-                else f"{r.break_even_peak_requests_per_s:,.2f}",
-                ""
-                if r.break_even_tokens_per_month is None
-                else f"{r.break_even_tokens_per_month:,.3g}",
-            )
-            for r in rows
-        ],
-        "llrrrrlrr",
+    body = table(COMPARE_COLUMNS, [_compare_row(r) for r in rows], layout)
+    legend = wrap(
+        "cheaper: which costs less a month at this demand; break-even: the peak demand from "
+        "which self-hosting (re-planned at that volume) costs no more than the API, never: "
+        "not up to 1000x this demand",
+        layout,
     )
-    return "\n".join([head, "", body, "", _bars(own, rows[:8])])
+    tail = [wrap(f"Note: {n}", layout, "  ") for n in notes]
+    return "\n".join([head, "", body, legend, "", _bars(own, rows[:8]), *tail])
 
 
 def _bars(own: float, rows) -> str:

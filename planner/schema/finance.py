@@ -78,3 +78,13 @@ class Finance(Strict):
     reserved: Reserved | None = Reserved()
     spot: Spot | None = Spot()
     owned: dict[str, Owned] = {}
+
+
+class Energy(Strict):
+    """Facility and grid for energy and carbon per token: the fleet's GPUs draw their TDP
+    x the planned utilisation, the facility PUE times that, the grid emits per kWh."""
+
+    pue: float = Field(default=1.3, ge=1, le=3, description="facility power / IT power")
+    grid_g_co2_per_kwh: float | None = Field(
+        default=None, ge=0, le=2000, allow_inf_nan=False, description="grid carbon intensity"
+    )

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field, model_validator
 
 from planner.schema.common import Strict
-from planner.schema.finance import Finance
+from planner.schema.finance import Energy, Finance
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|us|µs)?\s*$")
 _TO_MS = {"ms": 1.0, None: 1.0, "s": 1e3, "us": 1e-3, "µs": 1e-3}
@@ -196,3 +196,4 @@ class Scenario(Strict):
     constraints: Constraints = Constraints()
     solver: Solver = Solver()
     finance: Finance | None = None
+    energy: Energy = Energy()  # energy and carbon per token (optional)

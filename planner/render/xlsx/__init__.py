@@ -13,7 +13,7 @@ Summary
     B2  scenario name                    text
     B3  model                            text
     B4  engine                           text
-    B5  status                           text; "status (gap x%)" when not optimal
+    B5  peak plan status                 text; "status (gap x%)" when not optimal
     B6  optimality gap                   number (fraction), lower bound in D6
     B7  target utilisation               =utilisation
     B8  total demand, req/s              =SUM of the class table's req/s (G2:G..)
@@ -30,40 +30,52 @@ Summary
     B19 saving of the mix, $/month       =B18-B12
     B20 saving of the mix, %             =B19/B18
     B21 cheapest API (at planner prices) text "provider / model id"
-    B22 cheapest API, $/month            =MIN('Build vs API' API $/month column) (at
-                                         the average demand with a plan over time)
-    B23 self-host saving vs API, $/month =B22-B12
-    A25 "Notes", then one planner note per row from A26 (text in B)
+    B22 cheapest API, $/month            =MIN('Build vs API' API $/month column) (the
+                                         average month of the horizon with a plan over time)
+    B23 self-host saving vs API, $/month =B22-'Build vs API'!F2 (the plan over time's
+                                         average month when there is one, else the fleet)
+    B24 peak fleet capacity, req/s       =Fleet capacity total (follows utilisation)
+    B25 capacity check                   =IF(B8>B24,"OVER CAPACITY: rerun planner","ok")
+    B26 energy, Wh per 1K output tokens  =(GPUs x tdp_<gpu>)*utilisation*pue/B10*1000/3600
+    B27 CO2, g per 1K output tokens      =B26/1000*grid_g_co2_per_kwh (when the grid is given)
+    A30 "Solves": solve, status, gap, seconds (limit) for each of `Plan.solves`
+    A37 "Notes", then one planner note per row from A38 (text in B)
     ==  ===============================  ==================================================
 
-    The per-class table sits at F1:L(1+n): name, req/s, input tokens, output tokens,
-    SLA TPOT ms, SLA TTFT ms, statistic.
+    The per-class table sits at F1:L(1+n) (M: average / peak with a plan over time): name,
+    req/s, input tokens, output tokens (each =demand_<class>, input_tokens_<class>,
+    output_tokens_<class> on the Assumptions sheet), SLA TPOT ms, SLA TTFT ms, statistic.
 
 Fleet
     Row 1 header, one row per deployment from row 2, then a "Total" row (row n+2).
     Columns (`FLEET_COLUMNS`): A GPU, B TP, C quant, D KV dtype, E batch, F replicas,
     G GPUs (=F*B), H $/GPU-h (=price_<gpu>, a defined name on the Assumptions sheet),
     I $/h (=F*B*H), J $/month (=I*hours_per_month), K planner $/h (number), L requests/s,
-    M capacity req/s at planned utilisation, N load share (=L/L_total), O capacity used
-    (=L/M), P TPOT ms and Q TTFT ms (predicted, worst served class), R SLA TPOT ms and
-    S SLA TTFT ms (tightest served class), T per-class detail, U price provider.
+    M capacity req/s (=planned capacity*utilisation/planned utilisation), N load share
+    (=L/L_total), O capacity used (=L/M), P TPOT ms and Q TTFT ms (predicted, worst served
+    class), R SLA TPOT ms and S SLA TTFT ms (tightest served class), T per-class detail,
+    U price provider.
     The Total row sums F, G, I, J, K, L, M, N.
 
 Monthly (plan over time)
-    Row 1 header, one row per month from row 2 (`MONTHLY_COLUMNS`): A month, B avg req/s,
-    C output tokens (row 2 the planner's numbers; later rows =$B$2*(1+growth)^(A-1) and
-    =$C$2*(1+growth)^(A-1)), D reserved $ and E owned $
+    Row 1 header, one row per month from row 2 (`MONTHLY_COLUMNS`): A month, B avg req/s
+    (=SUMPRODUCT(class req/s, average/peak)*(1+growth)^(A-1)), C output tokens
+    (=SUMPRODUCT(req/s, output tokens, average/peak)*3600*hours_per_month*growth), D reserved
+    $ and E owned $
     (=SUMPRODUCT(held GPUs, held $/GPU-h)*hours_per_month over the held table below),
     F on-demand $ and G spot $ (=SUM of the month's block on Periods / months in block),
     H total $ (=SUM(D:G)), I $ per 1K output tokens (=H/C*1000), J planner total $ and
-    K planner $ per 1K (numbers). Row n+2 "Total": C..H summed, I =H/C*1000, J, K.
+    K planner $ per 1K (numbers), L peak req/s, M input tokens (live like B and C), N the
+    capacity of the month's block in its busiest slot (follows utilisation), O capacity
+    check (=IF(L>N,"OVER CAPACITY: rerun planner","ok")), P $ per 1M output tokens.
+    Row n+2 "Total": C..H and M summed, I =H/C*1000, J, K, O any month over capacity.
     Rows n+4..n+7: all on-demand and all reserved for the busiest period's peak as
     horizon totals in H (planner numbers at the planner's prices), each followed by the
     saving of this plan (=that - H<total>, % in I, planner figure in J). Row n+9 the
     "held for the whole horizon" title, row n+10 its header, then one row per GPU type:
     A GPU, B reserved GPUs, C =price_reserved_<gpu>, D owned GPUs, E =price_owned_<gpu>.
-    Notes below (GPU counts stay as planned when growth is edited), a stacked column
-    chart of D:G by month at M2; frozen at B2.
+    Notes below (GPU counts stay as planned: they cannot be live), then a stacked column
+    chart of D:G by month on its own page; frozen at B2.
 
 Periods (plan over time)
     Row 1 header, one row per `PeriodPlan` of `TimePlan.periods` (block of months, slot):
@@ -78,10 +90,11 @@ Candidates
     the whole table, header frozen. NaN/inf cells are left empty.
 
 Build vs API
-    Row 1 header; row 2 the self-hosted fleet (formulas to the Fleet totals); from row 3
+    Row 1 header; row 2 what APIs are compared with: the plan over time's average month
+    (=Monthly total / months) when there is one, else the fleet (Fleet totals); from row 3
     one row per API quote: A provider, B model id, C $/1M input, D $/1M output,
-    E $/h (=(Summary!B9*C+Summary!B10*D)*3600/1e6), F $/month (=E*hours_per_month, and
-    *average_demand_factor with a plan over time: an API bills the traffic served),
+    E $/h (=(Summary!B9*C+Summary!B10*D)*3600/1e6), F $/month (=E*hours_per_month; with a
+    plan over time the horizon's Monthly input and output tokens x C, D / 1e6 / months),
     G $ per 1K output tokens, H planner $/month (number), I self-host saving $/month
     (=F-$F$2), J source, K as of, L break-even peak req/s and M break-even tokens/month
     (numbers from `buildvsbuy.compare`; empty where self-hosting never wins). Notes
@@ -90,10 +103,11 @@ Build vs API
 Charts (no formulas: planner figures at the planner's prices)
     A scatter of $ per 1K output tokens vs TPOT of the SLA-feasible candidates (one
     series per GPU, log y, the cost-vs-TPOT frontier per class as a line) at A2, and
-    self-hosted fleet vs cheapest API $/month against peak req/s (log-log,
-    `buildvsbuy.cost_curves`, the plan itself as a point) below it. Their tables start at
-    row `CHART_TABLE_ROW`: candidates A:G (at most `MAX_CHART_POINTS`, sampled evenly
-    along TPOT, grouped by GPU), frontier I:K, curves M:O, this plan Q:R.
+    self-hosted fleet vs every API $/month against peak req/s (log-log,
+    `buildvsbuy.cost_curves` and `BuildVsBuy.api_curves`, titled by whether the lines cross,
+    the plan itself as a point) below it. Their tables start at row `CHART_TABLE_ROW`:
+    candidates A:G (at most `MAX_CHART_POINTS`, sampled evenly along TPOT, grouped by GPU),
+    frontier I:K, curves from M (volume, self-hosted, one column per API), then this plan.
 
 Assumptions
     A1:B1 legend (shaded rows are assumptions), A2:B2 how to edit, row 3 header, table
@@ -108,9 +122,15 @@ Assumptions
     purchase, amortisation, power and hosting inputs), plus `growth` (the scenario's
     growth per month, when the horizon has more than one month) and
     `average_demand_factor` (mean of the demand profile).
-    Editing a price, hours_per_month or growth there recomputes every cost; editing
-    utilisation or demand does not re-plan (replica counts and latencies are the
-    planner's, and so are the GPU counts over time).
+    Also named: demand_<class>, input_tokens_<class>, output_tokens_<class>, tdp_<gpu>,
+    pue and grid_g_co2_per_kwh (energy), reserved_discount (a reserved price derived from it
+    is the formula =price_<gpu>*(1-reserved_discount)). Every shaded input drives the
+    figures that depend on it (costs, tokens, $ per 1K, API bills, capacity at the edited
+    utilisation with capacity checks, energy); nothing re-plans: replica and GPU counts and
+    latencies are the planner's.
+
+Print setup (`printing`): every sheet landscape, one page wide, its header row repeated,
+a print area over its cells and charts, a page break before every chart.
 
 openpyxl stores formulas without computed values, so every formula cell that carries a
 planner figure has that figure beside it as a number (Summary column C, Fleet column K,
@@ -140,7 +160,8 @@ from __future__ import annotations
 import os  # noqa: F401
 import tempfile  # noqa: F401
 
-from planner.render.xlsx.charts import MAX_CHART_POINTS, PALETTE
+from planner.render.colours import PALETTE
+from planner.render.xlsx.charts import MAX_CHART_POINTS
 from planner.render.xlsx.monthly import PERIOD_COUNTS, PERIOD_TIERS, TIER_LABELS
 from planner.render.xlsx.names import (
     API_COLUMNS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +17,8 @@ class Analysis:
     comparisons: dict[ApiQuote, Comparison]
     curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     notes: tuple[str, ...] = ()
+    api_curves: dict[str, np.ndarray] = field(default_factory=dict)
+    title: str = "Self-hosting vs API, $ per month by peak demand"
 
 
 def indexed(analysis: BuildVsBuy | None) -> Analysis:
@@ -25,6 +27,13 @@ def indexed(analysis: BuildVsBuy | None) -> Analysis:
         return Analysis({}, None, ("break-even analysis not run",))
     curves = analysis.curves
     drawn = curves is not None and len(curves[0]) > 0
+    apis = analysis.api_curves
+    if drawn and not apis:  # an analysis without every API's line: the cheapest's
+        apis = {"cheapest API": curves[2]}
     return Analysis(
-        {c.quote: c for c in analysis.comparisons}, curves if drawn else None, analysis.notes
+        {c.quote: c for c in analysis.comparisons},
+        curves if drawn else None,
+        analysis.notes,
+        apis,
+        analysis.chart_title if drawn else "",
     )

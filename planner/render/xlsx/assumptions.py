@@ -14,10 +14,14 @@ from planner.render.xlsx.names import (
     ASSUMPTION_COLUMNS,
     ASSUMPTIONS,
     ASSUMPTIONS_HEADER_ROW,
+    DISCOUNT_NAME,
     FACTOR_NAME,
+    GRID_NAME,
     GROWTH_NAME,
     HOURS_NAME,
+    PUE_NAME,
     UTILISATION_NAME,
+    WORKLOAD_FIELDS,
     Names,
     add_name,
     defined_name,
@@ -98,8 +102,11 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], Names
         table = table.reindex(columns=cols)
         rows += [list(r) for r in table.itertuples(index=False, name=None)]
     named = {HOURS_NAME: 0, UTILISATION_NAME: _utilisation_row(rows, plan)}
-    taken = {HOURS_NAME, UTILISATION_NAME, GROWTH_NAME, FACTOR_NAME}
+    taken = {HOURS_NAME, UTILISATION_NAME, GROWTH_NAME, FACTOR_NAME, DISCOUNT_NAME}
+    taken |= {PUE_NAME, GRID_NAME}
     names = Names()
+    _workload_names(plan, rows, named, names, taken)
+    _energy_rows(plan, rows, named, names, taken)
     for gpu, (price, provider) in _fleet_prices(plan).items():
         idx = _price_row(rows, gpu, price)
         if idx is None:
@@ -125,6 +132,46 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], Names
     return rows, named, names
 
 
+def _workload_names(
+    plan: Plan, rows: list[list[Any]], named: dict[str, int], names: Names, taken: set[str]
+) -> None:
+    """Name each class's demand, input and output tokens row: the Summary's class table
+    reads them, so editing one moves every figure that depends on it."""
+    classes = {c.name for c in plan.classes}
+    for i, r in enumerate(rows):
+        if r[0] == "scenario" and r[1] in classes and r[2] in WORKLOAD_FIELDS:
+            key = (WORKLOAD_FIELDS[r[2]], str(r[1]))
+            if key not in names.workload:
+                name = defined_name(key[0], key[1], taken)
+                named[name] = i
+                names.workload[key] = name
+
+
+def _energy_rows(
+    plan: Plan, rows: list[list[Any]], named: dict[str, int], names: Names, taken: set[str]
+) -> None:
+    """Name each fleet GPU's catalog TDP and add the scenario's PUE and grid intensity as
+    shaded inputs: the Summary's energy and CO2 per 1K output tokens read them."""
+    e = plan.energy
+    if e is None:
+        return
+    for i, r in enumerate(rows):
+        if r[0] == "gpu" and r[2] == "TDP" and r[1] in e.tdp_w and r[1] not in names.tdp:
+            name = defined_name("tdp", str(r[1]), taken)
+            named[name] = i
+            names.tdp[str(r[1])] = name
+    inputs = [(PUE_NAME, "PUE (facility / IT power)", e.pue, "ratio", "pue")]
+    if e.grid_g_co2_per_kwh is not None:
+        inputs.append(
+            (GRID_NAME, "grid carbon intensity", e.grid_g_co2_per_kwh, "g CO2/kWh", "grid")
+        )
+    for name, label, value, unit, attr in inputs:
+        source = f"scenario energy.{name}" if attr == "grid" else "scenario energy.pue"
+        rows.append(["scenario", "energy", label, value, unit, source, "scenario", True])
+        named[name] = len(rows) - 1
+        setattr(names, attr, name)
+
+
 def _time_price_rows(
     ot: TimePlan,
     fleet: dict[str, tuple[float, str]],
@@ -146,6 +193,25 @@ def _time_price_rows(
             idx = _price_row(rows, gpu, price)
             prefix = "price_on_demand" if own is not None else "price"
         names.owned |= tier == "owned"
+        if fact.discount_vs_on_demand is not None and ("on_demand", gpu) in names.tier:
+            _discount_row(fact.discount_vs_on_demand, rows, named, names)
+            od = names.tier["on_demand", gpu]
+            rows.append(
+                [
+                    "price",
+                    gpu,
+                    f"{fact.tier.replace('_', ' ')} $/GPU-hour",
+                    f"={od}*(1-{DISCOUNT_NAME})",
+                    "$/GPU-h",
+                    f"{fact.source} (a formula: follows the on-demand price and the discount)",
+                    "",
+                    False,
+                ]
+            )
+            name = defined_name(prefix, gpu, taken)
+            named[name] = len(rows) - 1
+            names.tier[tier, gpu] = name
+            continue
         if idx is None:
             label = fact.tier.replace("_", " ")
             if tier == "owned":
@@ -166,6 +232,28 @@ def _time_price_rows(
         name = defined_name(prefix, gpu, taken)
         named[name] = idx
         names.tier[tier, gpu] = name
+
+
+def _discount_row(
+    discount: float, rows: list[list[Any]], named: dict[str, int], names: Names
+) -> None:
+    """The scenario's reserved discount vs on-demand as one named, shaded input (once)."""
+    if names.discount is not None:
+        return
+    rows.append(
+        [
+            "scenario",
+            "finance.reserved",
+            "reserved discount vs on-demand",
+            discount,
+            "fraction",
+            "scenario finance.reserved.discount_vs_on_demand",
+            "scenario",
+            True,
+        ]
+    )
+    named[DISCOUNT_NAME] = len(rows) - 1
+    names.discount = DISCOUNT_NAME
 
 
 def _time_rows(plan: Plan, rows: list[list[Any]], named: dict[str, int], names: Names) -> None:
@@ -206,17 +294,21 @@ def _time_rows(plan: Plan, rows: list[list[Any]], named: dict[str, int], names: 
 
 def _how_to_edit(plan: Plan, names: Names) -> str:
     how = (
-        "Change a named cell (hours_per_month, price_<gpu>) and the Fleet, Summary and "
-        "Build vs API costs recompute; utilisation and demand do not re-plan: rerun "
-        "planner for new replica counts or latencies."
+        "Change a shaded named cell (hours_per_month, price_<gpu>, demand_<class>, "
+        "input_tokens_<class>, output_tokens_<class>, utilisation) and every figure that "
+        "depends on it recomputes: costs, tokens/s, $ per 1K, API bills, and the fleet's "
+        "capacity at that utilisation with a capacity check. Nothing re-plans: replica and "
+        "GPU counts and latencies are the planner's (rerun planner for new ones)."
     )
     if plan.over_time is not None:
         how += (
             " Plan over time: price_reserved_<gpu>, price_spot_<gpu>, price_owned_<gpu>, "
-            "price_<gpu> (on demand), growth and average_demand_factor drive the Monthly, "
-            "Periods and Build vs API sheets; each tier price is its own input (a reserved "
-            "price derived from a discount does not follow an edited on-demand price), and "
-            "the GPU counts stay as planned."
+            "price_<gpu> (on demand), reserved_discount, growth and average_demand_factor "
+            "drive the Monthly, Periods and Build vs API sheets (a reserved price derived from "
+            "the discount is a formula on the on-demand price); demand, input and output "
+            "tokens drive the volumes, tokens, $ per 1K and API bills, and a capacity check "
+            "flags months whose demand exceeds the planned fleet. The GPU counts stay as "
+            "planned: they cannot be live (rerun planner to re-plan)."
         )
     if names.owned:
         how += (

@@ -8,7 +8,15 @@ from openpyxl.worksheet.worksheet import Worksheet
 from planner.planning.plan import Plan
 from planner.render.xlsx.analysis import Analysis
 from planner.render.xlsx.cells import header, put
-from planner.render.xlsx.names import API_COLUMNS, FLEET, HOURS_NAME, SUMMARY, Names, ref
+from planner.render.xlsx.names import (
+    API_COLUMNS,
+    FLEET,
+    HOURS_NAME,
+    MONTHLY,
+    SUMMARY,
+    Names,
+    ref,
+)
 from planner.render.xlsx.styles import BOLD, MONEY, fit_widths
 from planner.units import SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 
@@ -16,9 +24,63 @@ from planner.units import SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 def _api_columns(plan: Plan) -> list[tuple[str, str | None]]:
     cols = list(API_COLUMNS)
     if plan.over_time is not None:
-        cols[5] = ("$/month (API at average demand)", MONEY)
-        cols[7] = ("planner $/month (API at average demand)", MONEY)
+        cols[5] = ("$/month (average month of the horizon)", MONEY)
+        cols[7] = ("planner $/month (average month)", MONEY)
     return cols
+
+
+def _monthly_total(plan: Plan, col: str) -> str:
+    """The Monthly sheet's horizon total of one column."""
+    assert plan.over_time is not None
+    return ref(MONTHLY, f"{col}{len(plan.over_time.monthly) + 2}")
+
+
+def _self_row(plan: Plan, totals: dict[str, str]) -> list:
+    """Row 2: what an API is compared with, the plan over time's average month when there
+    is one (live on the Monthly sheet), else the peak fleet (live on the Fleet sheet)."""
+    fleet, ot = plan.fleet, plan.over_time
+    summary = quote_sheetname(SUMMARY)
+    if ot is not None:
+        held = ", ".join(f"{n}x {g} reserved" for g, n in ot.solution.reserved.items() if n)
+        held += "".join(f", {n}x {g} owned" for g, n in ot.solution.owned.items() if n)
+        return [
+            f"self-hosted: plan over time ({ot.horizon_months} months)",
+            (held or "nothing held") + "; the rest rented per period (Monthly sheet)",
+            None,
+            None,
+            f"=F2/{HOURS_NAME}",
+            f"={_monthly_total(plan, 'H')}/{ot.horizon_months}",
+            f"={_monthly_total(plan, 'I')}",
+            plan.self_hosted_monthly_usd,
+            None,
+            "Monthly sheet of this workbook: horizon total / months",
+            "",
+        ]
+    mix = " + ".join(f"{d.replicas}x {d.gpu} TP{d.tp}" for d in fleet.deployments)
+    return [
+        "self-hosted fleet (this plan)",
+        mix or "(no deployments)",
+        None,
+        None,
+        f"={ref(FLEET, totals['cost_per_hour'])}",
+        f"={ref(FLEET, totals['cost_per_month'])}",
+        f"={summary}!$B$13" if plan.output_tokens_per_s > 0 else None,
+        fleet.monthly_cost_usd,
+        None,
+        "Fleet sheet of this workbook",
+        "",
+    ]
+
+
+def _api_monthly(plan: Plan, names: Names, r: int) -> str:
+    """An API's bill a month: the tokens of the average month of the horizon (live on the
+    Monthly sheet) with a plan over time, else $/h x hours x the average demand factor."""
+    ot = plan.over_time
+    if ot is None:
+        factor = f"*{names.factor}" if names.factor else ""
+        return f"=E{r}*{HOURS_NAME}{factor}"
+    tokens_in, tokens_out = _monthly_total(plan, "M"), _monthly_total(plan, "C")
+    return f"=({tokens_in}*C{r}+{tokens_out}*D{r})/{TOKENS_PER_1M:.0f}/{ot.horizon_months}"
 
 
 def _notes(plan: Plan, analysis: Analysis) -> list[str]:
@@ -29,8 +91,10 @@ def _notes(plan: Plan, analysis: Analysis) -> list[str]:
     ]
     if plan.over_time is not None:
         notes.append(
-            "the API bill follows the average demand (average_demand_factor x the peak); "
-            "the self-hosted fleet is sized for the peak and paid around the clock"
+            "the API bill is the tokens each month serves (average_demand_factor x the "
+            "month's peak), averaged over the horizon; self-hosting is the plan over time "
+            "(reserved, owned, on-demand and spot) averaged the same way; break-even volumes "
+            "scale every month's demand and re-solve the plan over time"
         )
     notes += analysis.notes
     return notes
@@ -43,26 +107,10 @@ def write_build_vs_api(
     columns = _api_columns(plan)
     header(ws, [label for label, _ in columns])
     fmts = [fmt for _, fmt in columns]
-    fleet = plan.fleet
-    mix = " + ".join(f"{d.replicas}x {d.gpu} TP{d.tp}" for d in fleet.deployments)
     summary = quote_sheetname(SUMMARY)
     tok_out = plan.output_tokens_per_s
-    self_row = [
-        "self-hosted fleet (this plan)",
-        mix or "(no deployments)",
-        None,
-        None,
-        f"={ref(FLEET, totals['cost_per_hour'])}",
-        f"={ref(FLEET, totals['cost_per_month'])}",
-        f"={summary}!$B$13" if tok_out > 0 else None,
-        fleet.monthly_cost_usd,
-        None,
-        "Fleet sheet of this workbook",
-        "",
-    ]
-    for j, v in enumerate(self_row):
+    for j, v in enumerate(_self_row(plan, totals)):
         put(ws, 2, j + 1, v, fmts[j]).font = BOLD
-    factor = f"*{names.factor}" if names.factor else ""
     for i, q in enumerate(plan.api_quotes):
         r = 3 + i
         found = analysis.comparisons.get(q)
@@ -72,7 +120,7 @@ def write_build_vs_api(
             q.input_usd_per_1m,
             q.output_usd_per_1m,
             f"=({summary}!$B$9*C{r}+{summary}!$B$10*D{r})*{SECONDS_PER_HOUR:.0f}/{TOKENS_PER_1M:.0f}",
-            f"=E{r}*{HOURS_NAME}{factor}",
+            _api_monthly(plan, names, r),
             f"=E{r}/({SECONDS_PER_HOUR:.0f}*{summary}!$B$10)*{TOKENS_PER_1K:.0f}"
             if tok_out > 0
             else None,

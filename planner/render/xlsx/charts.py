@@ -14,16 +14,13 @@ from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.planning.plan import Plan
+from planner.render.colours import colour
 from planner.render.xlsx.analysis import Analysis
 from planner.render.xlsx.cells import header, put
 from planner.render.xlsx.names import CHART_POINT_COLUMNS, CHART_TABLE_ROW
 from planner.render.xlsx.styles import BOLD, MONEY, MONEY_FINE, MS, RATE, fit_widths, show_axes
 
 MAX_CHART_POINTS = 2000
-PALETTE = (
-    "1F77B4", "FF7F0E", "2CA02C", "D62728", "9467BD",
-    "8C564B", "E377C2", "7F7F7F", "BCBD22", "17BECF",
-)  # fmt: skip
 
 
 def feasible_points(plan: Plan) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -147,7 +144,7 @@ def _frontier_chart(
     groups = points.groupby("gpu", sort=False, observed=True).indices.items()
     for k, (gpu, idx) in enumerate(groups):
         rows = (first + idx[0], first + idx[-1])
-        chart.series.append(_series(ws, (6, 7), rows, str(gpu), PALETTE[k % len(PALETTE)]))
+        chart.series.append(_series(ws, (6, 7), rows, str(gpu), colour(k)))
     several = frontier["class"].nunique() > 1
     for cls, idx in frontier.groupby("class", sort=False).indices.items():
         label = f"frontier {cls}" if several else "frontier"
@@ -158,51 +155,57 @@ def _frontier_chart(
 
 
 def _break_even_chart(
-    ws: Worksheet, plan: Plan, curves: tuple, anchor: str
+    ws: Worksheet, plan: Plan, analysis: Analysis, anchor: str
 ) -> list[tuple[int, int, str]]:
-    """Self-hosted fleet (re-solved per volume) and the cheapest API, $/month vs peak req/s."""
-    volume, own, api = curves
-    quote = plan.cheapest_api
-    api_label = f"API: {quote.provider} {quote.provider_model_id}"
+    """Self-hosted fleet (re-solved per volume) and every API, $/month vs peak req/s."""
+    assert analysis.curves is not None
+    volume, own, _ = analysis.curves
+    apis = analysis.api_curves
     first = CHART_TABLE_ROW + 2
-    average = " at average demand" if plan.over_time is not None else ""
+    average = " (at average demand)" if plan.over_time is not None else ""
     titles = [
         _put_table(
             ws,
             CHART_TABLE_ROW,
             13,
-            f"self-host vs cheapest API ({api_label}{average})",
-            ["peak req/s", "self-hosted $/month", "API $/month"],
-            zip(volume.tolist(), own.tolist(), api.tolist(), strict=True),
-            [RATE, MONEY, MONEY],
+            f"self-hosted fleet vs every API{average}, $/month",
+            ["peak req/s", "self-hosted $/month", *apis],
+            zip(volume.tolist(), own.tolist(), *(a.tolist() for a in apis.values()), strict=True),
+            [RATE, MONEY, *([MONEY] * len(apis))],
         ),
+    ]
+    point = 13 + 2 + len(apis) + 1
+    titles.append(
         _put_table(
             ws,
             CHART_TABLE_ROW,
-            17,
+            point,
             "",
             ["this plan: peak req/s", "fleet $/month"],
             [(plan.total_requests_per_s, plan.fleet.monthly_cost_usd)],
             [RATE, MONEY],
-        ),
-    ]
+        )
+    )
     chart = _scatter(
-        "Self-hosting vs API, $ per month by peak demand",
+        analysis.title,
         "peak requests/s (log scale)",
         "$ per month (log scale)",
         '"$"#,##0',
     )
     chart.x_axis.scaling.logBase = 10
     chart.y_axis.scaling.logBase = 10
-    last = first + len(volume) - 1
-    rows = (first, last)
+    rows = (first, first + len(volume) - 1)
     chart.series.append(
-        _series(ws, (13, 14), rows, "self-hosted fleet (re-solved)", PALETTE[0], marker=None)
+        _series(ws, (13, 14), rows, "self-hosted fleet (re-solved, 24/7)", "000000", marker=None)
     )
-    chart.series.append(_series(ws, (13, 15), rows, api_label + average, PALETTE[1], marker=None))
+    for k, label in enumerate(apis):
+        chart.series.append(
+            _series(ws, (13, 15 + k), rows, f"API: {label}", colour(k), marker=None)
+        )
     chart.series.append(
-        _series(ws, (17, 18), (first, first), "this plan", "000000", marker="diamond", size=9)
+        _series(ws, (point, point + 1), (first, first), "this plan", "000000", "diamond", 9)
     )
+    chart.legend.position = "b"
     ws.add_chart(chart, anchor)
     return titles
 
@@ -214,9 +217,9 @@ def write_charts(
     if len(points):
         titles += _frontier_chart(ws, points, frontier)
     if analysis.curves is not None and plan.cheapest_api is not None:
-        titles += _break_even_chart(ws, plan, analysis.curves, "A22" if len(points) else "A2")
+        titles += _break_even_chart(ws, plan, analysis, "A22" if len(points) else "A2")
     fit_widths(ws)
-    for col in "HLP":
+    for col in "HL":
         ws.column_dimensions[col].width = 3
     ws["A1"] = (
         f"Charts; the tables they plot start at row {CHART_TABLE_ROW}. Planner figures at "

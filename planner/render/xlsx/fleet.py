@@ -8,7 +8,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.planning.plan import Plan
 from planner.render.xlsx.cells import finite, header, put
-from planner.render.xlsx.names import FLEET_COLUMNS, HOURS_NAME
+from planner.render.xlsx.names import FLEET_COLUMNS, HOURS_NAME, UTILISATION_NAME
 from planner.render.xlsx.styles import BOLD, fit_widths
 from planner.schema.plan import Deployment
 
@@ -57,7 +57,7 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
             f"=I{r}*{HOURS_NAME}",
             d.cost_per_hour_usd,
             d.requests_per_s,
-            d.capacity_requests_per_s,
+            capacity_formula(d.capacity_requests_per_s, plan.utilisation),
             f"=L{r}/L${total}" if plan.total_requests_per_s > 0 else None,
             f"=L{r}/M{r}" if (finite(d.capacity_requests_per_s) or 0) > 0 else None,
             d.tpot_ms,
@@ -76,4 +76,17 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
         put(ws, total, j + 1, value, fmts[j]).font = BOLD
     ws.freeze_panes = "A2"
     fit_widths(ws)
-    return {"gpus": f"G{total}", "cost_per_hour": f"I{total}", "cost_per_month": f"J{total}"}
+    return {
+        "gpus": f"G{total}",
+        "cost_per_hour": f"I{total}",
+        "cost_per_month": f"J{total}",
+        "capacity": f"M{total}",
+    }
+
+
+def capacity_formula(capacity: float, planned: float) -> str | float:
+    """Capacity at the workbook's (editable) utilisation: the planned capacity scales with
+    the load replicas are run at (latencies are not re-checked: rerun planner)."""
+    if not planned or finite(capacity) is None:
+        return capacity
+    return f"={float(capacity)!r}*{UTILISATION_NAME}/{float(planned)!r}"

@@ -13,7 +13,16 @@ from openpyxl.worksheet.worksheet import Worksheet
 from planner.planning.plan import TIERS, MonthPlan, PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
 from planner.render.xlsx.cells import finite, header, put
-from planner.render.xlsx.names import HOURS_NAME, MONTHLY_COLUMNS, PERIODS, Names
+from planner.render.xlsx.fleet import capacity_formula
+from planner.render.xlsx.names import (
+    CLASS_TABLE_COLUMN,
+    HOURS_NAME,
+    MONTHLY_COLUMNS,
+    OVER_CAPACITY,
+    PERIODS,
+    SUMMARY,
+    Names,
+)
 from planner.render.xlsx.styles import (
     BOLD,
     COUNT,
@@ -133,10 +142,45 @@ def write_periods(ws: Worksheet, plan: Plan, names: Names) -> PeriodRefs:
 # ---------------------------------------------------------------- Monthly
 
 
+@dataclass(frozen=True)
+class Workload:
+    """Where a month's volume comes from: the Summary's class table (live on the
+    Assumptions sheet's demand and tokens) and the growth name."""
+
+    rps: str  # the classes' peak req/s, a Summary range
+    inputs: str
+    outputs: str
+    level: str  # each class's average / peak
+    growth: str | None
+
+    @classmethod
+    def of(cls, plan: Plan, names: Names) -> Workload:
+        """The Summary class table's ranges for this plan."""
+        last = 1 + len(plan.classes)
+        sheet = quote_sheetname(SUMMARY)
+        cols = [get_column_letter(CLASS_TABLE_COLUMN + j) for j in (1, 2, 3, 7)]
+        rps, inputs, outputs, level = (f"{sheet}!${c}$2:${c}${last}" for c in cols)
+        return cls(rps, inputs, outputs, level, names.growth)
+
+    def grown(self, r: int) -> str:
+        """The month's growth factor from month 1 (nothing when there is no growth name)."""
+        return f"*(1+{self.growth})^(A{r}-1)" if self.growth else ""
+
+    def tokens(self, r: int, lengths: str) -> str:
+        """Tokens served in the month: req/s x tokens x average/peak, over the month."""
+        return f"=SUMPRODUCT({self.rps},{lengths},{self.level})*3600*{HOURS_NAME}{self.grown(r)}"
+
+
 def _monthly_row(
-    r: int, month: MonthPlan, names: Names, refs: PeriodRefs, held: tuple[int, int]
+    r: int,
+    month: MonthPlan,
+    refs: PeriodRefs,
+    held: tuple[int, int],
+    work: Workload,
+    capacity: str | float,
 ) -> list[Any]:
-    """The cells of one month's row: tiers and totals as live formulas, planner figures."""
+    """The cells of one month's row: volumes, tiers and totals as live formulas, planner
+    figures, and the capacity check of the month's peak against the planned fleet."""
     m = month.month
     periods = quote_sheetname(PERIODS)
     a, b = refs.blocks[m]
@@ -146,11 +190,10 @@ def _monthly_row(
         col = refs.cost_cols[tier]
         return f"=SUM({periods}!${col}${a}:${col}${b})/{periods}!${refs.months_col}${a}"
 
-    grow = names.growth is not None and r > 2
     return [
         m,
-        f"=$B$2*(1+{names.growth})^(A{r}-1)" if grow else month.avg_requests_per_s,
-        f"=$C$2*(1+{names.growth})^(A{r}-1)" if grow else month.output_tokens,
+        f"=SUMPRODUCT({work.rps},{work.level}){work.grown(r)}",
+        work.tokens(r, work.outputs),
         f"=SUMPRODUCT($B${h1}:$B${h2},$C${h1}:$C${h2})*{HOURS_NAME}",
         f"=SUMPRODUCT($D${h1}:$D${h2},$E${h1}:$E${h2})*{HOURS_NAME}",
         block("on_demand"),
@@ -159,18 +202,34 @@ def _monthly_row(
         f"=H{r}/C{r}*{TOKENS_PER_1K:.0f}",
         month.total_usd,
         month.cost_per_1k_output_tokens_usd,
+        f"=SUM({work.rps}){work.grown(r)}",
+        work.tokens(r, work.inputs),
+        capacity,
+        f'=IF(L{r}>N{r}*(1+1E-9),"{OVER_CAPACITY}","ok")',
+        f"=I{r}*1000",
     ]
+
+
+def _busiest_capacity(ot: TimePlan) -> dict[int, float]:
+    """Month -> capacity of its block's busiest slot (the slot its peak falls in)."""
+    out: dict[int, float] = {}
+    for p in ot.periods:
+        if p.slot == 1:
+            out.update(dict.fromkeys(p.months, p.capacity_requests_per_s))
+    return out
 
 
 def _write_total(ws: Worksheet, ot: TimePlan, total: int, fmts: list[str | None]) -> None:
     """The Total row: the months summed as live formulas, beside the planner's totals."""
     n = total - 2
     ws.cell(row=total, column=1, value="Total").font = BOLD
-    for col in "CDEFGH":
+    for col in "CDEFGHM":
         put(ws, total, col_index(col), f"=SUM({col}2:{col}{n + 1})", fmts[col_index(col) - 1])
     put(ws, total, 9, f"=H{total}/C{total}*{TOKENS_PER_1K:.0f}", MONEY_FINE)
     put(ws, total, 10, ot.monthly_total_usd, MONEY)
     put(ws, total, 11, ot.cost_per_1k_output_tokens_usd, MONEY_FINE)
+    put(ws, total, 15, f'=IF(COUNTIF(O2:O{n + 1},"ok")<{n},"{OVER_CAPACITY}","ok")')
+    put(ws, total, 16, f"=I{total}*1000", MONEY_FINE)
     for cell in ws[total]:
         cell.font = BOLD
 
@@ -186,8 +245,11 @@ def write_monthly(ws: Worksheet, plan: Plan, names: Names, refs: PeriodRefs) -> 
     held_header = total + 8
     held = (held_header + 1, held_header + len(gpus))
     header(ws, [label for label, _ in MONTHLY_COLUMNS])
+    work = Workload.of(plan, names)
+    busiest = _busiest_capacity(ot)
     for i, month in enumerate(ot.monthly):
-        for j, v in enumerate(_monthly_row(i + 2, month, names, refs, held)):
+        capacity = capacity_formula(busiest[month.month], plan.utilisation)
+        for j, v in enumerate(_monthly_row(i + 2, month, refs, held, work, capacity)):
             put(ws, i + 2, j + 1, v, fmts[j])
     _write_total(ws, ot, total, fmts)
     labels = _monthly_comparisons(ws, ot, total)
@@ -198,15 +260,18 @@ def write_monthly(ws: Worksheet, plan: Plan, names: Names, refs: PeriodRefs) -> 
     for r, label in labels:  # after the widths: labels run on over the empty cells
         put(ws, r, 1, label)
     notes = [
-        "GPU counts are as planned: editing growth changes demand, output tokens and $ per "
-        "1K output tokens, not the GPUs or their cost; rerun planner to re-plan.",
+        "GPU counts are as planned (they cannot be live): editing demand, tokens or growth on "
+        "the Assumptions sheet changes the volumes, tokens and $ per 1K output tokens, not "
+        "the GPUs or their cost; the capacity check flags a month whose peak exceeds the "
+        "fleet planned for it (at the utilisation on the Assumptions sheet); rerun planner "
+        "to re-plan.",
         "Each block of months is sized for its busiest month; a block's on-demand and spot "
         "cost (Periods sheet) is split evenly over its months.",
         *ot.notes,
     ]
     for i, note in enumerate(notes):
         put(ws, held[1] + 2 + i, 1, note)
-    _monthly_chart(ws, n)
+    _monthly_chart(ws, n, held[1] + 3 + len(notes))
 
 
 def _monthly_comparisons(ws: Worksheet, ot: TimePlan, total: int) -> list[tuple[int, str]]:
@@ -265,7 +330,7 @@ def _write_held(
             put(ws, r, j + 1, v, fmt)
 
 
-def _monthly_chart(ws: Worksheet, n: int) -> None:
+def _monthly_chart(ws: Worksheet, n: int, anchor_row: int) -> None:
     chart = BarChart()
     chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
     chart.title = "Monthly cost by tier"
@@ -277,4 +342,4 @@ def _monthly_chart(ws: Worksheet, n: int) -> None:
     chart.set_categories(Reference(ws, min_col=1, min_row=2, max_row=n + 1))
     show_axes(chart)
     chart.width, chart.height = 18, 9
-    ws.add_chart(chart, "M2")
+    ws.add_chart(chart, f"A{anchor_row}")

@@ -13,6 +13,7 @@ from planner.render.xlsx.styles import (
     COUNT,
     GB,
     MONEY,
+    MONEY_1M,
     MONEY_FINE,
     MS,
     PERCENT,
@@ -39,6 +40,14 @@ HOURS_NAME = "hours_per_month"
 UTILISATION_NAME = "utilisation"
 GROWTH_NAME = "growth"
 FACTOR_NAME = "average_demand_factor"
+DISCOUNT_NAME = "reserved_discount"
+PUE_NAME = "pue"
+GRID_NAME = "grid_g_co2_per_kwh"
+WORKLOAD_FIELDS = {
+    "demand": "demand",
+    "input tokens": "input_tokens",
+    "output tokens": "output_tokens",
+}
 
 SUMMARY_ROWS: dict[str, int] = {
     "scenario": 2,
@@ -63,10 +72,16 @@ SUMMARY_ROWS: dict[str, int] = {
     "cheapest_api": 21,
     "cheapest_api_monthly_cost_usd": 22,
     "api_saving_monthly_usd": 23,
+    "capacity_requests_per_s": 24,
+    "capacity_check": 25,
+    "energy_wh_per_1k_output_tokens": 26,
+    "co2_g_per_1k_output_tokens": 27,
 }
 SUMMARY_CELLS: dict[str, str] = {key: f"B{row}" for key, row in SUMMARY_ROWS.items()}
-SUMMARY_NOTES_ROW = 25
+SUMMARY_SOLVES_ROW = 30  # "Solves" title; header below, one row per Plan.solves (at most 4)
+SUMMARY_NOTES_ROW = 37
 CLASS_TABLE_COLUMN = 6  # F: the per-class table on the Summary sheet
+OVER_CAPACITY = "OVER CAPACITY: rerun planner"
 
 FLEET_COLUMNS: tuple[tuple[str, str | None], ...] = (
     ("GPU", None),
@@ -158,6 +173,11 @@ MONTHLY_COLUMNS: tuple[tuple[str, str | None], ...] = (
     ("$ per 1K output tokens", MONEY_FINE),
     ("planner total $", MONEY),
     ("planner $ per 1K output tokens", MONEY_FINE),
+    ("peak req/s", RATE),
+    ("input tokens", COUNT),
+    ("fleet capacity req/s (busiest slot)", RATE),
+    ("capacity check", None),
+    ("$ per 1M output tokens", MONEY_1M),
 )
 
 CHART_TABLE_ROW = 42  # the charts sit above, the tables they plot start here
@@ -181,6 +201,12 @@ class Names:
     growth: str | None = None
     factor: str | None = None
     owned: bool = False  # an owned-GPU hourly cost is among the prices
+    # (field, class) -> name of the scenario's demand, input tokens, output tokens cell
+    workload: dict[tuple[str, str], str] = field(default_factory=dict)
+    discount: str | None = None  # the reserved discount vs on-demand, when prices follow it
+    tdp: dict[str, str] = field(default_factory=dict)  # GPU -> name of its TDP cell
+    pue: str | None = None
+    grid: str | None = None
 
 
 def defined_name(prefix: str, ident: str, taken: set[str]) -> str:

@@ -18,7 +18,15 @@ _REF = re.compile(
     r"^(?:(?P<sheet>'(?:[^']|'')+'|[^'!]+)!)?"
     r"\$?(?P<c1>[A-Z]{1,3})\$?(?P<r1>\d+)(?::\$?(?P<c2>[A-Z]{1,3})\$?(?P<r2>\d+))?$"
 )
-_FUNCS = {"SUM(": "_sum(", "SUMPRODUCT(": "_sumproduct(", "MIN(": "_min(", "MAX(": "_max("}
+_FUNCS = {
+    "SUM(": "_sum(",
+    "SUMPRODUCT(": "_sumproduct(",
+    "MIN(": "_min(",
+    "MAX(": "_max(",
+    "IF(": "_if(",
+    "COUNTIF(": "_countif(",
+}
+_COMPARE = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "<>": "!=", "=": "=="}
 
 
 def read_back(path: str | Path) -> dict[str, Any]:
@@ -26,8 +34,9 @@ def read_back(path: str | Path) -> dict[str, Any]:
 
     Returns every formula cell as "Sheet!A1" -> value, plus each `SUMMARY_CELLS` key ->
     the value of that Summary cell (evaluated when it is a formula). Only the formula
-    forms this module writes are understood: + - * / ^, SUM, SUMPRODUCT, MIN, MAX,
-    cell and range references (also to other sheets) and defined names. Candidates and
+    forms this module writes are understood: + - * / ^, comparisons, text literals, SUM,
+    SUMPRODUCT, MIN, MAX, IF, COUNTIF (of a text), cell and range references (also to other
+    sheets) and defined names. Candidates and
     Charts hold no formulas and are not read, so this stays fast for large tables.
     """
     wb = load_workbook(path, read_only=True, data_only=False)
@@ -85,6 +94,8 @@ _BUILTINS = {
     "_min": lambda *a: min(_numbers(a), default=0.0),
     "_max": lambda *a: max(_numbers(a), default=0.0),
     "_sumproduct": _sumproduct,
+    "_if": lambda c, a, b=False: a if c else b,
+    "_countif": lambda items, crit: sum(1 for x in items if x == crit),
 }
 
 
@@ -139,6 +150,10 @@ class _Evaluator:
                 parts.append(var)
             elif tok.type == Token.OPERAND and tok.subtype == Token.NUMBER:
                 parts.append(tok.value)
+            elif tok.type == Token.OPERAND and tok.subtype == Token.TEXT:
+                parts.append(repr(tok.value[1:-1].replace('""', '"')))
+            elif tok.type == Token.OP_IN and tok.value in _COMPARE:
+                parts.append(_COMPARE[tok.value])
             elif tok.type == Token.FUNC and tok.subtype == Token.OPEN:
                 if tok.value.upper() not in _FUNCS:
                     raise ValueError(f"unsupported function {tok.value!r} in {text!r}")

@@ -9,7 +9,8 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
 MONEY = '"$"#,##0.00'
-MONEY_FINE = '"$"#,##0.0000'  # per-1K/1M-token costs
+MONEY_FINE = '"$"#,##0.000000'  # per-1K-token costs: $0.000879, never a rounded $0.0009
+MONEY_1M = '"$"#,##0.00'  # per-1M-token costs, as API price pages quote them
 UNIT_PRICE = '"$"#,##0.00##'  # $/GPU-h and $/1M-token list prices: never hide a digit
 MS = "0.0"
 COUNT = "#,##0"

@@ -11,11 +11,15 @@ from planner.render.xlsx.cells import finite, header, put
 from planner.render.xlsx.names import (
     BUILD_VS_API,
     CLASS_TABLE_COLUMN,
+    FACTOR_NAME,
     FLEET,
     HOURS_NAME,
+    OVER_CAPACITY,
     SUMMARY_NOTES_ROW,
     SUMMARY_ROWS,
+    SUMMARY_SOLVES_ROW,
     UTILISATION_NAME,
+    Names,
     ref,
 )
 from planner.render.xlsx.styles import (
@@ -55,9 +59,10 @@ def _single_gpu_formula(plan: Plan, price_names: dict[str, str]) -> str | None:
 def _summary_rows(
     plan: Plan,
     totals: dict[str, str],
-    price_names: dict[str, str],
+    names: Names,
     api_rows: tuple[int, int],
 ) -> dict[str, SummaryRow]:
+    price_names = names.gpu
     n_cls = len(plan.classes)
     last = 1 + n_cls
     rps, inp, out = (f"{c}2:{c}{last}" for c in "GHI")
@@ -67,11 +72,18 @@ def _summary_rows(
     single_m = single.monthly_cost_usd if single else None
     f_ref = {k: ref(FLEET, v) for k, v in totals.items()}
     api_range = f"{ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}"
+    self_hosted = ref(BUILD_VS_API, "F2")
     return {
         "scenario": ("scenario", plan.scenario_name, None, None, ""),
         "model": ("model", plan.model_id, None, None, ""),
         "engine": ("engine", plan.engine, None, None, ""),
-        "status": ("solver status", _status(fleet), None, None, ""),
+        "status": (
+            "peak plan solver status",
+            _status(fleet),
+            None,
+            None,
+            "every solve's status and gap: Solves table below",
+        ),
         "gap": (
             "optimality gap",
             fleet.gap,
@@ -196,66 +208,142 @@ def _summary_rows(
         ),
         "api_saving_monthly_usd": (
             "self-host saving vs cheapest API",
-            "=B22-B12" if api else None,
+            f"=B22-{self_hosted}" if api else None,
             plan.api_saving_monthly_usd,
             MONEY,
-            "$/month; negative means the API is cheaper",
+            f"$/month against the {plan.self_hosted_basis} (Build vs API row 2); negative "
+            "means the API is cheaper",
+        ),
+        "capacity_requests_per_s": (
+            "peak fleet capacity",
+            f"={f_ref['capacity']}",
+            plan.capacity_requests_per_s,
+            RATE,
+            "req/s at the utilisation above (Fleet sheet); GPU counts are the planner's",
+        ),
+        **_energy_rows(plan, names),
+        "capacity_check": (
+            "capacity check (peak)",
+            f'=IF(B8>B24,"{OVER_CAPACITY}","ok")',
+            None,
+            None,
+            "demand above the planned fleet's capacity is flagged",
         ),
     }
 
 
-def _write_class_table(ws: Worksheet, plan: Plan) -> None:
+def _energy_rows(plan: Plan, names: Names) -> dict[str, SummaryRow]:
+    """Energy and CO2 per 1K output tokens of the peak fleet: live on the fleet's GPUs, the
+    catalog TDPs, utilisation, PUE, grid intensity and output tokens/s."""
+    e = plan.energy
+    if e is None or names.pue is None:
+        return {}
+    lines = plan.fleet.deployments
+    terms = [
+        f"{ref(FLEET, f'G{i + 2}')}*{names.tdp[d.gpu]}"
+        for i, d in enumerate(lines)
+        if d.gpu in names.tdp
+    ]
+    power = f"({'+'.join(terms) or '0'})*{UTILISATION_NAME}*{names.pue}"
+    out: dict[str, SummaryRow] = {
+        "energy_wh_per_1k_output_tokens": (
+            "energy per 1K output tokens",
+            f"={power}/B10*{TOKENS_PER_1K:.0f}/{SECONDS_PER_HOUR:.0f}"
+            if plan.output_tokens_per_s > 0
+            else None,
+            e.wh_per_1k_output_tokens,
+            "0.000",
+            "Wh: GPUs x TDP x utilisation x PUE / output tokens per s (peak fleet at peak)"
+            + (
+                f"; plan over time {e.over_time_wh_per_1k_output_tokens:.3g} Wh"
+                if e.over_time_wh_per_1k_output_tokens is not None
+                else ""
+            ),
+        )
+    }
+    if names.grid is not None:
+        out["co2_g_per_1k_output_tokens"] = (
+            "CO2 per 1K output tokens",
+            f"=B26/1000*{names.grid}",
+            e.g_co2_per_1k_output_tokens,
+            "0.0000",
+            "g: energy x grid intensity",
+        )
+    return out
+
+
+def _workload(names: Names | None, key: str, cls: str, value: Any) -> Any:
+    """A class's demand or token count: the Assumptions sheet's cell when it is named."""
+    name = names.workload.get((key, cls)) if names is not None else None
+    return f"={name}" if name else value
+
+
+def _mean_level(plan: Plan, cls: str) -> Any:
+    """A class's average demand as a fraction of its peak: the shared, editable factor when
+    every class follows the one profile, else the class's own profile mean."""
+    ot = plan.over_time
+    if ot is None:
+        return None
+    return f"={FACTOR_NAME}" if ot.shared_profile else ot.class_mean_level.get(cls)
+
+
+def _write_class_table(ws: Worksheet, plan: Plan, names: Names | None) -> None:
     col = CLASS_TABLE_COLUMN
-    header(
-        ws,
-        [
-            "class",
-            "req/s",
-            "input tokens",
-            "output tokens",
-            "SLA TPOT ms",
-            "SLA TTFT ms",
-            "statistic",
-        ],
-        column=col,
-    )
+    labels = ["class", "req/s", "input tokens", "output tokens", "SLA TPOT ms", "SLA TTFT ms"]
+    labels += ["statistic"] + (["average / peak"] if plan.over_time is not None else [])
+    header(ws, labels, column=col)
+    fmts = [None, RATE, COUNT, COUNT, MS, MS, None, PERCENT]
     for i, c in enumerate(plan.classes):
         values = [
             c.name,
-            c.requests_per_second,
-            c.input_tokens,
-            c.output_tokens,
+            _workload(names, "demand", c.name, c.requests_per_second),
+            _workload(names, "input_tokens", c.name, c.input_tokens),
+            _workload(names, "output_tokens", c.name, c.output_tokens),
             c.tpot_ms,
             c.ttft_ms,
             c.statistic,
         ]
-        for j, (v, fmt) in enumerate(
-            zip(values, [None, RATE, COUNT, COUNT, MS, MS, None], strict=True)
-        ):
-            put(ws, 2 + i, col + j, v, fmt)
+        if plan.over_time is not None:
+            values.append(_mean_level(plan, c.name))
+        for j, v in enumerate(values):
+            put(ws, 2 + i, col + j, v, fmts[j])
+
+
+def _write_solves(ws: Worksheet, plan: Plan) -> None:
+    """Every solve behind the figures with its status, gap and time: a time-limited solve
+    never reads as optimal."""
+    ws.cell(row=SUMMARY_SOLVES_ROW, column=1, value="Solves").font = BOLD
+    header(ws, ["solve", "status", "gap", "seconds (limit)"], row=SUMMARY_SOLVES_ROW + 1)
+    for i, fact in enumerate(plan.solves):
+        r = SUMMARY_SOLVES_ROW + 2 + i
+        put(ws, r, 1, fact.name)
+        put(ws, r, 2, fact.label)
+        put(ws, r, 3, fact.gap, PERCENT)
+        put(ws, r, 4, f"{fact.seconds:.1f} s ({fact.backend}, limit {fact.time_limit_s:g} s)")
 
 
 def write_summary(
     ws: Worksheet,
     plan: Plan,
     totals: dict[str, str],
-    price_names: dict[str, str],
+    names: Names,
     api_rows: tuple[int, int],
 ) -> None:
     header(ws, ["item", "value", "planner value", "unit / note"])
-    rows = _summary_rows(plan, totals, price_names, api_rows)
+    rows = _summary_rows(plan, totals, names, api_rows)
     for key, (label, value, planner, fmt, unit) in rows.items():
         r = SUMMARY_ROWS[key]
         ws.cell(row=r, column=1, value=label)
         put(ws, r, 2, value, fmt)
         put(ws, r, 3, planner, fmt)
         put(ws, r, 4, unit)
+    _write_solves(ws, plan)
     ws.cell(row=SUMMARY_NOTES_ROW, column=1, value="Notes").font = BOLD
     notes = list(plan.notes) or ["(none)"]
     for i, note in enumerate(notes):
         ws.cell(row=SUMMARY_NOTES_ROW + 1 + i, column=1, value="note")
         put(ws, SUMMARY_NOTES_ROW + 1 + i, 2, note)
-    _write_class_table(ws, plan)
+    _write_class_table(ws, plan, names)
     ws.freeze_panes = "A2"
     fit_widths(ws)
     ws.column_dimensions["B"].width = 24

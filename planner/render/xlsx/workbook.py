@@ -30,6 +30,7 @@ from planner.render.xlsx.names import (
     PERIODS,
     SUMMARY,
 )
+from planner.render.xlsx.printing import print_setup
 from planner.render.xlsx.summary import write_summary
 from planner.writing import file_mode
 
@@ -140,8 +141,9 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, CandidateSheet]:
     if monthly is not None and periods is not None:
         write_monthly(monthly, plan, names, write_periods(periods, plan, names))
     api_rows = write_build_vs_api(api, plan, totals, names, analysis)
-    write_summary(summary, plan, totals, names.gpu, api_rows)
+    write_summary(summary, plan, totals, names, api_rows)
     if charts is not None:
         write_charts(charts, plan, analysis, points, frontier)
     cand = CandidateSheet(cand_ws, plan.candidates)
+    print_setup(wb, cand.ref)
     return wb, cand
