@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.errors import SolverError
-from planner.fleet.overtime import TimeProblem, build_time_lp, solve_time
-from planner.fleet.solver import SolverOptions, solve, value
+from planner.fleet.overtime import TimeProblem, build_time_model, solve_time
+from planner.fleet.solver import SolverOptions, solve
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.money.pricing import api_usd_per_hour
 from planner.planning.plan import Plan, TimePlan
@@ -139,10 +139,11 @@ class TimeSelfCost:
         """$ a month per unit of scale that no plan can beat: the LP relaxation without the
         redundancy floor is linear in the scale, and the MIP costs at least that."""
         free = replace(self.problem, min_replicas=0)
-        lp, _, _ = build_time_lp(free, integer=False)
-        if solve(lp, self.options).status != "optimal":
+        model, _ = build_time_model(free, integer=False)
+        relaxed = solve(model, self.options)
+        if relaxed.status != "optimal":
             return 0.0
-        return value(lp.objective) / self.months
+        return relaxed.objective / self.months
 
 
 def break_even_over_time(

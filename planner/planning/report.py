@@ -268,11 +268,11 @@ def tier_chart(result: Plan) -> Chart:
             series,
         )
     monthly = result.over_time.monthly
-    months = monthly["month"].astype(int).tolist()
+    months = [m.month for m in monthly]
     series = tuple(
-        Series(name, months, monthly[col].astype(float).tolist())
+        Series(name, months, [float(getattr(m, col)) for m in monthly])
         for col, name in TIERS
-        if col in monthly and float(monthly[col].sum()) > 0
+        if sum(float(getattr(m, col)) for m in monthly) > 0
     )
     return Chart(
         "tiers",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from planner.inputs.catalog import Catalog
 from planner.render.tables import Col, Layout, table
 
@@ -82,7 +84,7 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
     if not records:
         return f"(no {kind})"
     if kind == "gpus":
-        rows = [
+        rows: list[tuple[Any, ...]] = [
             (
                 r["id"],
                 f"{r['memory_gb']:g}",

@@ -14,7 +14,7 @@ import os
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from rich import box
 from rich.console import Console
@@ -96,7 +96,7 @@ def per_token_money(v: float) -> str:
 def _rich_table(cols: Sequence[Col], rows: Sequence[Sequence[str]], wide: bool) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for c in cols:
-        justify = "right" if c.align == "r" else "left"
+        justify: Literal["right", "left"] = "right" if c.align == "r" else "left"
         table.add_column(
             c.header,
             justify=justify,

@@ -28,7 +28,7 @@ def indexed(analysis: BuildVsBuy | None) -> Analysis:
     curves = analysis.curves
     drawn = curves is not None and len(curves[0]) > 0
     apis = analysis.api_curves
-    if drawn and not apis:  # an analysis without every API's line: the cheapest's
+    if drawn and not apis and curves is not None:  # without every API's line: the cheapest's
         apis = {"cheapest API": curves[2]}
     return Analysis(
         {c.quote: c for c in analysis.comparisons},

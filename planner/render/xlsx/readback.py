@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ def _sumproduct(*arrays: list[Any]) -> float:
     return total
 
 
-_BUILTINS = {
+_BUILTINS: dict[str, Callable[..., Any]] = {
     "_sum": lambda *a: sum(_numbers(a)),
     "_min": lambda *a: min(_numbers(a), default=0.0),
     "_max": lambda *a: max(_numbers(a), default=0.0),
