@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from openpyxl.worksheet.worksheet import Worksheet
@@ -56,23 +57,63 @@ def _single_gpu_formula(plan: Plan, price_names: dict[str, str]) -> str | None:
     return f"={single.total_gpus}*{price_names[gpu]}"
 
 
+@dataclass(frozen=True)
+class _Refs:
+    """The cell ranges and figures the Summary rows refer to, worked out once."""
+
+    price_names: dict[str, str]
+    rps: str
+    inp: str
+    out: str
+    tok_in: float
+    tok_out: float
+    single_h: float | None
+    single_m: float | None
+    f_ref: dict[str, str]
+    api_range: str
+    self_hosted: str
+
+
+def _refs(plan: Plan, totals: dict[str, str], names: Names, api_rows: tuple[int, int]) -> _Refs:
+    """Ranges of the Fleet and Build vs API sheets and the plan's figures, for the formulas."""
+    last = 1 + len(plan.classes)
+    rps, inp, out = (f"{c}2:{c}{last}" for c in "GHI")
+    single = plan.single_gpu_best
+    return _Refs(
+        price_names=names.gpu,
+        rps=rps,
+        inp=inp,
+        out=out,
+        tok_in=plan.input_tokens_per_s,
+        tok_out=plan.output_tokens_per_s,
+        single_h=single.total_cost_per_hour_usd if single else None,
+        single_m=single.monthly_cost_usd if single else None,
+        f_ref={k: ref(FLEET, v) for k, v in totals.items()},
+        api_range=f"{ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}",
+        self_hosted=ref(BUILD_VS_API, "F2"),
+    )
+
+
 def _summary_rows(
     plan: Plan,
     totals: dict[str, str],
     names: Names,
     api_rows: tuple[int, int],
 ) -> dict[str, SummaryRow]:
-    price_names = names.gpu
-    n_cls = len(plan.classes)
-    last = 1 + n_cls
-    rps, inp, out = (f"{c}2:{c}{last}" for c in "GHI")
-    fleet, single, api = plan.fleet, plan.single_gpu_best, plan.cheapest_api
-    tok_in, tok_out = plan.input_tokens_per_s, plan.output_tokens_per_s
-    single_h = single.total_cost_per_hour_usd if single else None
-    single_m = single.monthly_cost_usd if single else None
-    f_ref = {k: ref(FLEET, v) for k, v in totals.items()}
-    api_range = f"{ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}"
-    self_hosted = ref(BUILD_VS_API, "F2")
+    """Every Summary row in sheet order: label, formula or value, planner value, format, note."""
+    r = _refs(plan, totals, names, api_rows)
+    return {
+        **_identity_rows(plan),
+        **_demand_rows(plan, r),
+        **_cost_rows(plan, r),
+        **_single_gpu_rows(plan, r),
+        **_api_rows(plan, r, names),
+    }
+
+
+def _identity_rows(plan: Plan) -> dict[str, SummaryRow]:
+    """The scenario, and the peak plan's solver status and gap."""
+    fleet = plan.fleet
     return {
         "scenario": ("scenario", plan.scenario_name, None, None, ""),
         "model": ("model", plan.model_id, None, None, ""),
@@ -93,6 +134,12 @@ def _summary_rows(
             if finite(fleet.lower_bound_per_hour_usd) is not None
             else "",
         ),
+    }
+
+
+def _demand_rows(plan: Plan, r: _Refs) -> dict[str, SummaryRow]:
+    """Utilisation and the demand in requests and tokens per second."""
+    return {
         "utilisation": (
             "target utilisation",
             f"={UTILISATION_NAME}",
@@ -102,42 +149,49 @@ def _summary_rows(
         ),
         "demand_requests_per_s": (
             "total demand",
-            f"=SUM({rps})",
+            f"=SUM({r.rps})",
             plan.total_requests_per_s,
             RATE,
             "req/s",
         ),
         "input_tokens_per_s": (
             "input tokens/s",
-            f"=SUMPRODUCT({rps},{inp})",
-            tok_in,
+            f"=SUMPRODUCT({r.rps},{r.inp})",
+            r.tok_in,
             COUNT,
             "tokens/s",
         ),
         "output_tokens_per_s": (
             "output tokens/s",
-            f"=SUMPRODUCT({rps},{out})",
-            tok_out,
+            f"=SUMPRODUCT({r.rps},{r.out})",
+            r.tok_out,
             COUNT,
             "tokens/s",
         ),
+    }
+
+
+def _cost_rows(plan: Plan, r: _Refs) -> dict[str, SummaryRow]:
+    """The fleet's cost per hour, month and token, and its GPUs."""
+    fleet = plan.fleet
+    return {
         "total_cost_per_hour_usd": (
             "self-hosted fleet $/h",
-            f"={f_ref['cost_per_hour']}",
+            f"={r.f_ref['cost_per_hour']}",
             fleet.total_cost_per_hour_usd,
             MONEY,
             "$/h",
         ),
         "monthly_cost_usd": (
             "self-hosted fleet $/month",
-            f"={f_ref['cost_per_month']}",
+            f"={r.f_ref['cost_per_month']}",
             fleet.monthly_cost_usd,
             MONEY,
             f"$/month of {HOURS_PER_MONTH:g} h",
         ),
         "cost_per_1k_output_tokens_usd": (
             "$ per 1K output tokens",
-            f"=B11/({SECONDS_PER_HOUR:.0f}*B10)*{TOKENS_PER_1K:.0f}" if tok_out > 0 else None,
+            f"=B11/({SECONDS_PER_HOUR:.0f}*B10)*{TOKENS_PER_1K:.0f}" if r.tok_out > 0 else None,
             fleet.cost_per_1k_output_tokens_usd,
             MONEY_FINE,
             "$",
@@ -145,13 +199,20 @@ def _summary_rows(
         "cost_per_1m_tokens_usd": (
             "$ per 1M tokens (input + output)",
             f"=B11/({SECONDS_PER_HOUR:.0f}*(B9+B10))*{TOKENS_PER_1M:.0f}"
-            if tok_in + tok_out > 0
+            if r.tok_in + r.tok_out > 0
             else None,
             fleet.cost_per_1m_tokens_usd,
             MONEY_FINE,
             "$",
         ),
-        "total_gpus": ("total GPUs", f"={f_ref['gpus']}", fleet.total_gpus, COUNT, "GPUs"),
+        "total_gpus": ("total GPUs", f"={r.f_ref['gpus']}", fleet.total_gpus, COUNT, "GPUs"),
+    }
+
+
+def _single_gpu_rows(plan: Plan, r: _Refs) -> dict[str, SummaryRow]:
+    """The best single-GPU-type plan and what the mix saves against it."""
+    single = plan.single_gpu_best
+    return {
         "single_gpu_best_gpu": (
             "best single-GPU-type plan: GPU",
             plan.single_gpu_best_gpu if single else "none: no single GPU type can serve it",
@@ -163,15 +224,15 @@ def _summary_rows(
         ),
         "single_gpu_cost_per_hour_usd": (
             "best single-GPU-type plan $/h",
-            _single_gpu_formula(plan, price_names) or single_h,
-            single_h,
+            _single_gpu_formula(plan, r.price_names) or r.single_h,
+            r.single_h,
             MONEY,
             "$/h",
         ),
         "single_gpu_monthly_cost_usd": (
             "best single-GPU-type plan $/month",
             f"=B17*{HOURS_NAME}" if single else None,
-            single_m,
+            r.single_m,
             MONEY,
             "$/month",
         ),
@@ -184,11 +245,18 @@ def _summary_rows(
         ),
         "mix_saving_fraction": (
             "saving of the GPU mix, %",
-            "=B19/B18" if single_m else None,
+            "=B19/B18" if r.single_m else None,
             plan.mix_saving_fraction,
             PERCENT,
             "",
         ),
+    }
+
+
+def _api_rows(plan: Plan, r: _Refs, names: Names) -> dict[str, SummaryRow]:
+    """The cheapest API, the saving against it, capacity, energy and the capacity check."""
+    api = plan.cheapest_api
+    return {
         "cheapest_api": (
             "cheapest API (at planner prices)",
             f"{api.provider} / {api.provider_model_id}"
@@ -200,7 +268,7 @@ def _summary_rows(
         ),
         "cheapest_api_monthly_cost_usd": (
             "cheapest API $/month",
-            f"=MIN({api_range})" if api else None,
+            f"=MIN({r.api_range})" if api else None,
             plan.cheapest_api_monthly_usd,
             MONEY,
             "lowest $/month on the Build vs API sheet"
@@ -208,7 +276,7 @@ def _summary_rows(
         ),
         "api_saving_monthly_usd": (
             "self-host saving vs cheapest API",
-            f"=B22-{self_hosted}" if api else None,
+            f"=B22-{r.self_hosted}" if api else None,
             plan.api_saving_monthly_usd,
             MONEY,
             f"$/month against the {plan.self_hosted_basis} (Build vs API row 2); negative "
@@ -216,7 +284,7 @@ def _summary_rows(
         ),
         "capacity_requests_per_s": (
             "peak fleet capacity",
-            f"={f_ref['capacity']}",
+            f"={r.f_ref['capacity']}",
             plan.capacity_requests_per_s,
             RATE,
             "req/s at the utilisation above (Fleet sheet); GPU counts are the planner's",
