@@ -2,31 +2,48 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
 
+from pydantic import BeforeValidator, Field
+
+from planner.schema.bounded import EntryId, between
 from planner.schema.common import Strict
+
+Share = between(0, 1, low_open=True)
+
+
+def _up_to(high: float, unit: str) -> BeforeValidator:
+    return between(0, high, unit=unit)
 
 
 class Efficiency(Strict):
     """Achievable fractions of peak and fixed costs for one engine on one GPU family."""
 
-    eta_mem: float = Field(gt=0, le=1, description="achieved fraction of HBM bandwidth")
-    eta_compute_decode: float = Field(gt=0, le=1, description="fraction of dense peak in decode")
-    eta_compute_prefill: float = Field(gt=0, le=1, description="fraction of peak in prefill")
-    eta_kv: float = Field(
-        default=1.0, gt=0, le=1, description="attention kernels' KV read efficiency vs GEMV"
-    )
-    allreduce_latency_us: float = Field(ge=0, le=1000, description="per collective, alpha")
-    step_overhead_ms: float = Field(ge=0, le=100, description="per decode step fixed cost")
-    prefill_overhead_ms: float = Field(default=0.0, ge=0, le=1000)
-    mem_util: float = Field(default=0.9, gt=0, le=1, description="usable fraction of memory")
-    runtime_reserve_gb: float = Field(default=2.0, ge=0, description="context, graphs, allocator")
+    eta_mem: Annotated[float, Share, Field(description="achieved fraction of HBM bandwidth")]
+    eta_compute_decode: Annotated[
+        float, Share, Field(description="fraction of dense peak in decode")
+    ]
+    eta_compute_prefill: Annotated[float, Share, Field(description="fraction of peak in prefill")]
+    eta_kv: Annotated[
+        float, Share, Field(description="attention kernels' KV read efficiency vs GEMV")
+    ] = 1.0
+    allreduce_latency_us: Annotated[
+        float, _up_to(1000, "us"), Field(description="per collective, alpha")
+    ]
+    step_overhead_ms: Annotated[
+        float, _up_to(100, "ms"), Field(description="per decode step fixed cost")
+    ]
+    prefill_overhead_ms: Annotated[float, _up_to(1000, "ms")] = 0.0
+    mem_util: Annotated[float, Share, Field(description="usable fraction of memory")] = 0.9
+    runtime_reserve_gb: Annotated[
+        float, _up_to(10_000, "GB"), Field(description="context, graphs, allocator")
+    ] = 2.0
 
 
 class EngineProfile(Strict):
     """A serving engine's constants per GPU family, with a default for unknown families."""
 
-    id: str
+    id: EntryId
     name: str
     source: str = Field(min_length=3)
     as_of: str = Field(min_length=4)
