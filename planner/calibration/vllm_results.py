@@ -25,7 +25,8 @@ from planner.calibration.measurements import (
     engine_label,
 )
 from planner.errors import InputError
-from planner.inputs.loading import json_error, read_text
+from planner.inputs.loading import json_error, parse_json, read_text
+from planner.schema.limits import MAX_DATA_BYTES
 
 VLLM_SOURCE_KEY = "vllm-bench-serve"
 VLLM_METRIC_KEYS: dict[str, tuple[str, ...]] = {
@@ -58,16 +59,16 @@ def read_json_results(path: str | Path) -> list[dict]:
     or JSON Lines (`--append-result` appends one object per line). A syntax error names
     the line and column."""
     path = Path(path)
-    text = read_text(path, "a CSV or JSON file")
+    text = read_text(path, "a CSV or JSON file", MAX_DATA_BYTES)
     try:
-        data = json.loads(text)
+        data = parse_json(text, path)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise InputError(json_error(path, exc)) from None
         data = []
         for number, line in enumerate(text.splitlines(), start=1):
             try:
-                data.append(json.loads(line)) if line.strip() else None
+                data.append(parse_json(line, path, number)) if line.strip() else None
             except json.JSONDecodeError as line_exc:
                 raise InputError(json_error(path, line_exc, number)) from None
     docs = data if isinstance(data, list) else [data]
