@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from planner.calibration.checks import check_row_count, check_vllm_values
 from planner.calibration.measurements import (
     MEASURED,
     MEASUREMENT_COLUMNS,
@@ -24,7 +25,7 @@ from planner.calibration.measurements import (
     _RowMap,
     engine_label,
 )
-from planner.errors import InputError
+from planner.errors import InputError, shorten
 from planner.inputs.loading import json_error, parse_json, read_text
 from planner.schema.limits import MAX_DATA_BYTES
 
@@ -74,12 +75,14 @@ def read_json_results(path: str | Path) -> list[dict]:
     docs = data if isinstance(data, list) else [data]
     if not docs:
         raise InputError(f"{path}: no benchmark result in the file")
-    for doc in docs:
+    check_row_count(len(docs), str(path))
+    for number, doc in enumerate(docs, start=1):
         if not isinstance(doc, dict):
             raise InputError(
                 f"{path}: expected JSON objects (vLLM benchmark results), got a "
                 f"{type(doc).__name__}"
             )
+        check_vllm_values(doc, str(path) if len(docs) == 1 else f"{path} (result {number})")
     return docs
 
 
@@ -99,7 +102,7 @@ def _request_rate(doc: Mapping, where: str) -> float:
         rate = float(value)
     except (TypeError, ValueError):
         raise InputError(
-            f"{where}: request_rate: expected a number or 'inf', got {value!r}"
+            f"{where}: request_rate: expected a number or 'inf', got {shorten(value)}"
         ) from None
     return rate if rate > 0 else math.inf
 
