@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from planner.errors import InputError
 from planner.planning.plan import Plan
+from planner.writing import temp_beside
 
 
 def _pyplot():
@@ -25,10 +25,7 @@ def _pyplot():
 
 def _save(fig, path: Path) -> Path:
     """Write the figure atomically: a temporary file in the same folder, renamed into place."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".png")
+    fd, tmp = temp_beside(path, ".png")  # stale ones cleaned; OutputError naming the path
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120, bbox_inches="tight")

@@ -31,6 +31,7 @@ from planner.render.xlsx.names import (
     SUMMARY,
 )
 from planner.render.xlsx.summary import write_summary
+from planner.writing import clean_stale_temps
 
 
 def write_workbook(
@@ -49,6 +50,7 @@ def write_workbook(
     target = Path(path)
     folder = target.parent
     _check_target(target, folder)
+    clean_stale_temps(folder)  # left by a run killed mid-write
     mode = _file_mode(target)
     try:
         # closed by the `with handle:` below; kept on disk for os.replace
