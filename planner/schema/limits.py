@@ -19,6 +19,7 @@ MAX_TP = 1024  # tensor-parallel degree
 MAX_BATCH = 1_000_000  # concurrent sequences of one replica
 MAX_GPU_COUNT = 10_000_000  # inventory, max_gpus
 MAX_REPLICAS = 1_000_000  # min_replicas
+MAX_TIME_LIMIT_S = 3600.0  # solver.time_limit_s and --time-limit
 MAX_LIST = 4096  # entries of a list of ids, degrees or batch sizes in a scenario
 
 # ---- money ------------------------------------------------------------------------------

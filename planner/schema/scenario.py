@@ -205,7 +205,9 @@ class Solver(Strict):
     """How every MIP and LP of the plan is solved (planner.fleet.solver.SolverOptions)."""
 
     backend: Literal["cbc", "highs"] = "highs"
-    time_limit_s: Annotated[float, between(0, 3600, unit="s", low_open=True)] = 5.0
+    time_limit_s: Annotated[float, between(0, limits.MAX_TIME_LIMIT_S, unit="s", low_open=True)] = (
+        5.0
+    )
     relative_gap: Annotated[float, between(0, 1, high_open=True)] = 1e-4
     threads: Annotated[int, whole(0, 256, low_open=True)] = 1
 
