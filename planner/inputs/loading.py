@@ -230,14 +230,16 @@ class _DuplicateKey(ValueError):
 
 def nesting_depth(value: Any) -> int:
     """Levels of nested lists and dicts in a parsed value, counted without recursion."""
+    if not isinstance(value, dict | list):
+        return 0
     deepest, stack = 0, [(value, 1)]
     while stack:
         item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level)
-            if level > limits.MAX_NESTING:
-                return level
-            stack += [(v, level + 1) for v in (item.values() if isinstance(item, dict) else item)]
+        deepest = max(deepest, level)
+        if level > limits.MAX_NESTING:
+            return level
+        inner = item.values() if isinstance(item, dict) else item
+        stack += [(v, level + 1) for v in inner if isinstance(v, dict | list)]
     return deepest
 
 

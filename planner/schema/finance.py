@@ -13,9 +13,7 @@ from planner.schema.common import Strict
 Fraction = Annotated[float, between(0, 1)]
 UsdPerHour = dict[
     Name,
-    Annotated[
-        float, between(0, limits.MAX_USD_PER_GPU_HOUR, unit="USD per GPU-hour", low_open=True)
-    ],
+    Annotated[float, between(limits.MIN_USD, limits.MAX_USD_PER_GPU_HOUR, unit="USD per GPU-hour")],
 ]
 Hourly = Annotated[list[Fraction], Field(max_length=168)]
 
@@ -65,7 +63,7 @@ class Owned(Strict):
     """Bought hardware: amortised purchase, power at TDP x PUE, hosting."""
 
     purchase_usd_per_gpu: Annotated[
-        float, between(0, limits.MAX_USD_PER_GPU, unit="USD", low_open=True)
+        float, between(limits.MIN_USD, limits.MAX_USD_PER_GPU, unit="USD")
     ]
     amortisation_months: Annotated[int, whole(0, 120, unit="months", low_open=True)] = 36
     pue: Annotated[float, between(1, 3)] = 1.3

@@ -9,10 +9,11 @@ the arithmetic (int64 counts, float costs, the MIPs) cannot overflow. README, "L
 from __future__ import annotations
 
 # ---- demand and request shapes ------------------------------------------------------------
+MIN_REQUESTS_PER_S = 1e-6  # a class's arrival rate: below it (one a fortnight) is no demand
 MAX_REQUESTS_PER_S = 1e6  # peak arrival rate of a scenario (and of every class), requests/s
 MAX_TOKENS = 10_000_000  # input or output tokens of one request
 MAX_LATENCY_MS = 86_400_000.0  # an SLA (TPOT, TTFT) of at most one day
-MAX_CLASSES = 200  # request classes of one scenario (the MIP has a column per class)
+MAX_CLASSES = 64  # request classes of one scenario: evaluation is linear in them (README)
 
 # ---- the deployment space ----------------------------------------------------------------
 MAX_TP = 1024  # tensor-parallel degree
@@ -23,6 +24,7 @@ MAX_TIME_LIMIT_S = 3600.0  # solver.time_limit_s and --time-limit
 MAX_LIST = 4096  # entries of a list of ids, degrees or batch sizes in a scenario
 
 # ---- money ------------------------------------------------------------------------------
+MIN_USD = 0.0001  # a price, purchase or budget: smaller amounts are not money but noise
 MAX_USD_PER_GPU_HOUR = 10_000.0  # a price per GPU-hour
 MAX_USD_PER_1M_TOKENS = 10_000.0  # an API price per million tokens
 MAX_USD_PER_MONTH = 1e12  # a monthly budget
@@ -48,6 +50,6 @@ MAX_MEASUREMENT_ROWS = 20_000  # rows of all `validate` / `calibrate` inputs tog
 
 # ---- input files ----------------------------------------------------------------------------
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # a scenario, catalog entry or config.json
-MAX_DATA_BYTES = 256 * 1024 * 1024  # a demand CSV or a measurements CSV / JSON
+MAX_DATA_BYTES = 64 * 1024 * 1024  # a demand CSV or a measurements CSV / JSON
 MAX_NESTING = 64  # levels of nested lists and mappings in a YAML or JSON document
 MAX_NODES = 1_000_000  # values of a document once its YAML aliases are expanded

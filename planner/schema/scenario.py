@@ -33,14 +33,16 @@ Milliseconds = Annotated[
 ]
 Statistic = Literal["mean", "p50", "p90", "p95", "p99"]
 KvDtypeName = Literal["bf16", "fp16", "fp8"]
-Rate = Annotated[float, between(0, limits.MAX_REQUESTS_PER_S, unit="requests/s", low_open=True)]
+Rate = Annotated[
+    float, between(limits.MIN_REQUESTS_PER_S, limits.MAX_REQUESTS_PER_S, unit="requests/s")
+]
 Tokens = Annotated[int, whole(0, limits.MAX_TOKENS, unit="tokens", low_open=True)]
-Share = Annotated[float, between(0, 1, low_open=True)]
+Share = Annotated[float, between(1e-6, 1)]
 Utilization = Annotated[float, between(0, 1, low_open=True, high_open=True)]
 UsdPerGpuHour = Annotated[
-    float, between(0, limits.MAX_USD_PER_GPU_HOUR, unit="USD per GPU-hour", low_open=True)
+    float, between(limits.MIN_USD, limits.MAX_USD_PER_GPU_HOUR, unit="USD per GPU-hour")
 ]
-UsdPerMonth = Annotated[float, between(0, limits.MAX_USD_PER_MONTH, unit="USD", low_open=True)]
+UsdPerMonth = Annotated[float, between(limits.MIN_USD, limits.MAX_USD_PER_MONTH, unit="USD")]
 GpuCount = Annotated[int, whole(0, limits.MAX_GPU_COUNT, unit="GPUs")]
 TpDegree = Annotated[int, whole(0, limits.MAX_TP, low_open=True)]
 BatchSize = Annotated[int, whole(0, limits.MAX_BATCH, unit="sequences", low_open=True)]
@@ -127,7 +129,14 @@ class Workload(Strict):
             raise ValueError(f"class shares must sum to 1, they sum to {sum(shares):.6g}")
         if shares and len(shares) < len(self.classes) and sum(shares) > 1.0 + 1e-9:
             raise ValueError(f"class shares sum to {sum(shares):.6g}, more than 1")
-        peak = sum(rate for _, rate, *_ in self.resolved_classes())
+        rates = [(name, rate) for name, rate, *_ in self.resolved_classes()]
+        slow = next(((n, r) for n, r in rates if r < limits.MIN_REQUESTS_PER_S), None)
+        if slow:
+            raise ValueError(
+                f"class '{slow[0]}' gets {slow[1]:.3g} requests/s, less than the "
+                f"{limits.MIN_REQUESTS_PER_S:g} a scenario plans for"
+            )
+        peak = sum(r for _, r in rates)
         if peak > limits.MAX_REQUESTS_PER_S:
             raise ValueError(
                 f"the classes add up to {peak:g} requests/s, more than the "
