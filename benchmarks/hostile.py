@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -541,7 +541,11 @@ def dos_cases() -> list[Case]:
         Case(
             "s-solve-batch-1e6",
             solve(),
-            {"s.yaml": sc(search={"quants": ["bf16"], "tp": [1], "batches": [1_000_000]})},
+            {
+                "s.yaml": sc(
+                    search={"quants": ["bf16"], "tp": [1], "batches": [10**6], "batch_max": 10**6}
+                )
+            },
             expect=(0, 1),
         ),
         Case("s-classes-10000", solve(), {"s.yaml": classes_doc(10_000)}, expect=(0, 2)),
@@ -691,6 +695,7 @@ def traversal_cases() -> list[Case]:
             "t-import-id-absolute",
             (*imp, "/tmp/planner-hostile-x"),
             cfg,
+            setup=lambda _: Path("/tmp/planner-hostile-x.yaml").unlink(missing_ok=True),
             check=lambda _: (
                 "wrote /tmp/planner-hostile-x.yaml"
                 if Path("/tmp/planner-hostile-x.yaml").exists()
@@ -728,8 +733,8 @@ def exit_cases() -> list[Case]:
             {
                 "workload": {
                     "requests_per_second": 1e6,
-                    "input_tokens": 100000,
-                    "output_tokens": 100000,
+                    "input_tokens": 60000,
+                    "output_tokens": 60000,
                 },
                 "constraints": {"max_gpus": 10},
             },
@@ -782,8 +787,23 @@ def exit_cases() -> list[Case]:
     return out
 
 
+# the subset tests/test_hostile.py runs: one or more per class, about a minute in all
+QUICK_CASES = frozenset(
+    {
+        "n-int64-input-tokens", "n-growth-60-months", "n-estimate-batch-int",
+        "n-hf-hidden-1e308", "r-gpus", "r-tp", "d-config-deep", "d-yaml-deep",
+        "o-stdout-full-solve", "o-long-name-plot", "o-stale-temp-workbook",
+        "s-alias-bomb-name", "s-fifo-scenario", "s-fifo-catalog-entry", "s-estimate-batch-1e7",
+        "w-dup-key-yaml", "w-bool-rps", "w-finance-owned-unknown", "w-csv-metric-negative",
+        "w-vllm-concurrency-half", "w-estimate-price-negative", "t-import-id-dotdot",
+        "e-time-limit-nan", "e-sigint", "e-cbc-tiny-limit-1",
+    }
+)  # fmt: skip
+
+
 def all_cases() -> list[Case]:
-    return [
+    """Every case, `quick` set for those of QUICK_CASES."""
+    cases = [
         *number_cases(),
         *repeat_cases(),
         *nesting_cases(),
@@ -793,6 +813,7 @@ def all_cases() -> list[Case]:
         *traversal_cases(),
         *exit_cases(),
     ]
+    return [replace(case, quick=case.name in QUICK_CASES) for case in cases]
 
 
 # ---- running and classifying ------------------------------------------------------------
