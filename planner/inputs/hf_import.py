@@ -106,6 +106,7 @@ class _Config:
             if default is _MISSING:
                 raise self._fail(f"missing {self.name(key)}")
             return default
+        given = value
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         kind = "a positive" if minimum > 0 else "a non-negative"
@@ -114,7 +115,7 @@ class _Config:
         if not minimum <= value <= maximum:
             raise self._fail(
                 f"{self.name(key)} must be {kind} integer of at most {maximum:,}, "
-                f"got {shorten(value)}"
+                f"got {shorten(given)}"
             )
         return value
 

@@ -197,6 +197,8 @@ def parse_yaml(text: str, path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        if isinstance(exc, yaml.reader.ReaderError):  # a control character: no line, a place
+            where = f" at character {exc.position + 1}"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{path}: malformed YAML{where}: {problem}") from None
     except RecursionError:
@@ -280,7 +282,7 @@ def key_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif str(part).startswith("function-") or part in ("tagged-union", "literal"):
+        elif str(part).startswith(("function-", "literal[")) or part in ("tagged-union", "literal"):
             continue
         else:
             out += ("." if out else "") + str(part)

@@ -78,11 +78,11 @@ class Range:
 
 
 def _kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"{str(value).lower()} (a boolean)"
+    """What a value is, for 'must be a number, not <kind>'."""
+    kinds = {bool: "a boolean", str: "text", list: "a list", dict: "a mapping", int: "a number"}
     if value is None:
         return "empty (null)"
-    return f"a {type(value).__name__}"
+    return kinds.get(type(value), f"a {type(value).__name__}")
 
 
 def between(
@@ -117,7 +117,7 @@ def whole(low: int, high: int, *, unit: str = "", low_open: bool = False) -> Bef
 
 def _strict_bool(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"must be true or false, not {_kind(value)}")
+        raise ValueError(f"must be true or false, not {_kind(value)}")  # 1, 'yes', null
     return value
 
 
