@@ -436,8 +436,9 @@ def _entry_id(given: str | None, config: Path) -> str:
                 "is the entry's file name)"
             )
         return given
-    stem = config.parent.name if config.name == "config.json" else config.stem
-    return re.sub(r"[^a-z0-9._+-]+", "-", stem.lower()).strip("-.")[:100]
+    from planner.inputs.hf_import import default_model_id
+
+    return default_model_id(config)
 
 
 def _default_target(ctx: click.Context, kind: str, entry_id: str) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -21,7 +22,7 @@ from planner.schema.common import Provenance
 from planner.schema.limits import MAX_CONTEXT, MAX_MODEL_COUNT
 from planner.schema.model import MlaSpec, Model, MoeSpec, SlidingWindowSpec
 
-__all__ = ["SUPPORTED_ARCHITECTURES", "model_from_hf_config", "model_to_yaml"]
+__all__ = ["SUPPORTED_ARCHITECTURES", "default_model_id", "model_from_hf_config", "model_to_yaml"]
 
 # architectures[0] / model_type value -> the importer that handles it
 _KIND_BY_NAME: dict[str, str] = {
@@ -497,6 +498,13 @@ def model_from_hf_config(config: dict, model_id: str, source: str) -> Model:
         raise InputError(
             f"config.json: malformed config ({type(exc).__name__}: {short_name(str(exc))})"
         ) from None
+
+
+def default_model_id(config: Path) -> str:
+    """A catalog id from a config.json's folder name (or another file's stem), made a safe
+    file name: lower case, runs of other characters as '-' ("My Model (v2)" -> my-model-v2)."""
+    stem = config.parent.name if config.name == "config.json" else config.stem
+    return re.sub(r"[^a-z0-9._+-]+", "-", stem.lower()).strip("-.")[:100]
 
 
 def model_to_yaml(model: Model) -> str:

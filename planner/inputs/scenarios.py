@@ -8,7 +8,7 @@ from pathlib import Path
 
 from planner.errors import InputError, unknown_name_message
 from planner.inputs.catalog import Catalog
-from planner.inputs.hf_import import model_from_hf_config
+from planner.inputs.hf_import import default_model_id, model_from_hf_config
 from planner.inputs.loading import read_json, read_text, read_yaml, validate
 from planner.schema.limits import MAX_DATA_BYTES
 from planner.schema.model import Model
@@ -29,8 +29,7 @@ def _import_model(scenario: Scenario, path: Path, catalog: Catalog) -> tuple[Sce
             f"{path}: model: '{scenario.model}' is neither a catalog id nor an existing "
             f"config.json (looked for {config_path})"
         )
-    stem = config_path.parent.name if config_path.name == "config.json" else config_path.stem
-    model_id = stem.lower().replace(" ", "-") or "imported-model"
+    model_id = default_model_id(config_path) or "imported-model"
     try:
         model = model_from_hf_config(read_json(config_path), model_id, str(config_path))
     except InputError as exc:
