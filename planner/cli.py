@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -9,33 +10,97 @@ from pathlib import Path
 
 import click
 
-from planner.errors import InputError, PlannerError
+from planner.errors import InputError, OutputError, PlannerError, short_name, shorten
 
 EXPORTS_DIR = Path("exports")
 
 
 class PlannerGroup(click.Group):
-    """Maps PlannerError to one message and its exit code; tracebacks only with --debug."""
+    """Maps PlannerError to one message and its exit code; tracebacks only with --debug.
+    Exit codes mean one thing each: 1 infeasible, 2 bad input or unwritable output, 3 the
+    solver stopped without a plan, 70 a bug, 130 interrupted (Ctrl-C)."""
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            out = super().invoke(ctx)
+            _flush_stdout()
+            return out
+        except KeyboardInterrupt:
+            _exit_interrupted()
         except PlannerError as exc:
+            if _INTERRUPTED:  # a solver killed by the same Ctrl-C reports a failure
+                _exit_interrupted()
             if ctx.params.get("debug"):
                 traceback.print_exc()
-            click.echo(f"error: {exc.message}", err=True)
-            sys.exit(exc.exit_code)
+            _fail(exc.message, exc.exit_code)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except OSError as exc:  # the environment, not a bug: a file or folder that fails
+            if ctx.params.get("debug"):
+                traceback.print_exc()
+            _fail(_os_message(exc), 2)
         except Exception as exc:  # a bug: say so plainly, trace only on request
             if ctx.params.get("debug"):
                 raise
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the "
-                "traceback and report it)",
-                err=True,
+            _fail(
+                f"internal error: {type(exc).__name__}: {shorten(str(exc), 300)} (rerun with "
+                "--debug for the traceback and report it)",
+                70,
+                prefix="",
             )
-            sys.exit(70)
+
+
+_INTERRUPTED = False  # set by the SIGINT handler: later failures are the interrupt's
+
+
+def _on_sigint(signum, frame) -> None:
+    """Ctrl-C: remember it (a solver child dies of it too), then interrupt as Python does."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    raise KeyboardInterrupt
+
+
+def _exit_interrupted() -> None:
+    _fail("interrupted", 130)
+
+
+def _fail(message: str, code: int, prefix: str = "error: ") -> None:
+    """Print one message to stderr and exit with `code`."""
+    with contextlib.suppress(OSError):
+        click.echo(f"{prefix}{message}", err=True)
+    sys.exit(code)
+
+
+def _os_message(exc: OSError) -> str:
+    """'cannot use <path>: <reason>' for an OSError that escaped the writers."""
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"cannot use{where}: {exc.strerror or exc}"
+
+
+def _mute_stdout() -> None:
+    """After a failed write to stdout, point it at /dev/null so the exit flush is quiet."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _flush_stdout() -> None:
+    """Flush stdout now, so a full disk or a closed pipe is exit 2 naming it."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        _mute_stdout()
+        raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
+
+
+def _echo(text: str = "", nl: bool = True) -> None:
+    """click.echo to stdout; a failed write (disk full, closed pipe) is an OutputError."""
+    try:
+        click.echo(text, nl=nl)
+    except OSError as exc:
+        _mute_stdout()
+        raise OutputError(f"cannot write to standard output: {exc.strerror or exc}") from None
 
 
 @click.group(cls=PlannerGroup)
@@ -144,15 +209,15 @@ def solve(
 
         report = write_html(plan_report(result, analysis), html_path)
     if as_json:
-        click.echo(to_json(plan_dict(result)), nl=False)
+        _echo(to_json(plan_dict(result)), nl=False)
     else:
-        click.echo(render_plan(result, _layout(wide)))
+        _echo(render_plan(result, _layout(wide)))
         if written:
-            click.echo(f"Workbook: {written}")
+            _echo(f"Workbook: {written}")
         for chart in charts:
-            click.echo(f"Chart: {chart}")
+            _echo(f"Chart: {chart}")
         if report:
-            click.echo(f"Report: {report}")
+            _echo(f"Report: {report}")
 
 
 @cli.command()
@@ -262,11 +327,11 @@ def _sweep_outputs(result, output, as_json, html_path) -> None:
 
         written.append(write_html(sweep_report(result), html_path))
     if as_json:
-        click.echo(to_json(sweep_dict(result)), nl=False)
+        _echo(to_json(sweep_dict(result)), nl=False)
     else:
-        click.echo(render_sweep(result), nl=False)
+        _echo(render_sweep(result), nl=False)
         for path in written:
-            click.echo(f"Wrote {path}")
+            _echo(f"Wrote {path}")
     if result.interrupted:
         click.echo(
             f"interrupted: kept {len(result.table)} of {result.points_total} points", err=True
@@ -304,8 +369,13 @@ def _solver_overrides(sc, solver, time_limit):
     if solver:
         update["backend"] = solver
     if time_limit is not None:
-        if time_limit <= 0:
-            raise InputError(f"--time-limit: must be positive, got {time_limit}")
+        from planner.schema.bounded import Range
+        from planner.schema.limits import MAX_TIME_LIMIT_S
+
+        try:
+            Range(0, MAX_TIME_LIMIT_S, low_open=True, unit="s").check(time_limit)
+        except ValueError as exc:
+            raise InputError(f"--time-limit: {exc} (got {shorten(time_limit)})") from None
         update["time_limit_s"] = time_limit
     return sc.model_copy(update={"solver": sc.solver.model_copy(update=update)}) if update else sc
 
@@ -347,11 +417,11 @@ def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
         chart = plots.break_even_all(analysis, result.total_requests_per_s, target)
     if as_json:
-        click.echo(to_json(compare_dict(result, rows)), nl=False)
+        _echo(to_json(compare_dict(result, rows)), nl=False)
     else:
-        click.echo(render_compare(result, rows, _layout(wide), analysis.notes))
+        _echo(render_compare(result, rows, _layout(wide), analysis.notes))
         if chart:
-            click.echo(f"Chart: {chart}")
+            _echo(f"Chart: {chart}")
 
 
 @cli.command()
@@ -442,7 +512,7 @@ def estimate(
     )
     row = run(req, _catalog(ctx))
     text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))
-    click.echo(text, nl=not as_json)
+    _echo(text, nl=not as_json)
 
 
 @cli.command(name="catalog")
@@ -460,7 +530,7 @@ def catalog_cmd(ctx, kind, as_json, wide) -> None:
 
     records = catalog_records(_catalog(ctx), kind)
     text = to_json({kind: records}) if as_json else catalog_table(kind, records, _layout(wide))
-    click.echo(text, nl=not as_json)
+    _echo(text, nl=not as_json)
 
 
 @cli.group()
@@ -491,12 +561,11 @@ def import_model(ctx, config, model_id, output, force) -> None:
     from planner.writing import write_text_atomic
 
     path = Path(config)
-    default_id = path.parent.name if path.name == "config.json" else path.stem
-    model_id = model_id or default_id.lower().replace(" ", "-")
+    model_id = _entry_id(model_id, path)
     entry = model_from_hf_config(read_json(path), model_id, str(path))
     text = model_to_yaml(entry)
     if output == "-":
-        click.echo(text, nl=False)
+        _echo(text, nl=False)
         return
     target = Path(output) if output else _default_target(ctx, "models", model_id)
     if target.exists() and not force:
@@ -504,12 +573,32 @@ def import_model(ctx, config, model_id, output, force) -> None:
     if not output:
         target.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(target, text)
-    click.echo(
+    _echo(
         f"Wrote {target}: {entry.params_total / 1e9:.2f}B parameters "
         f"({entry.params_active / 1e9:.2f}B active), {entry.num_hidden_layers} layers"
     )
     if not output:
-        click.echo(_catalog_note(ctx, target, "models", model_id), nl=False)
+        _echo(_catalog_note(ctx, target, "models", model_id), nl=False)
+
+
+def _entry_id(given: str | None, config: Path) -> str:
+    """The catalog id of an imported model, which is also its file name: --id as given (a
+    path such as ../../x is refused), else the folder or file name made safe."""
+    import re
+
+    from planner.schema.bounded import ENTRY_ID
+
+    if given is not None:
+        if not re.fullmatch(ENTRY_ID, given):
+            raise InputError(
+                f"--id: '{short_name(given, 80)}' is not a catalog id: letters, digits and "
+                ". _ + - only, starting with a letter or digit, at most 100 characters (the id "
+                "is the entry's file name)"
+            )
+        return given
+    from planner.inputs.hf_import import default_model_id
+
+    return default_model_id(config)
 
 
 def _default_target(ctx: click.Context, kind: str, entry_id: str) -> Path:
@@ -605,7 +694,7 @@ def validate(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
         ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
     )
     result = validation(rows, catalog, engine)
-    click.echo(to_json(result) if as_json else render_validation(result), nl=False)
+    _echo(to_json(result) if as_json else render_validation(result), nl=False)
 
 
 @cli.command()
@@ -692,7 +781,7 @@ def calibrate(
     )
     text = cal.profile_yaml(result.profile, cal.calibration_header(result))
     if target is None:
-        click.echo(text, nl=False)
+        _echo(text, nl=False)
         click.echo(cal.render_calibration(result, None), err=True, nl=False)
         return
     if not output:
@@ -700,10 +789,10 @@ def calibrate(
     write_text_atomic(target, text)
     note = "" if output else _catalog_note(ctx, target, "engines", profile_id)
     if as_json:
-        click.echo(to_json(cal.calibration_dict(result, str(target))), nl=False)
+        _echo(to_json(cal.calibration_dict(result, str(target))), nl=False)
         click.echo(note, err=True, nl=False)
     else:
-        click.echo(cal.render_calibration(result, str(target)) + note, nl=False)
+        _echo(cal.render_calibration(result, str(target)) + note, nl=False)
 
 
 def _profile_target(ctx, base, profile_id, output, force):
@@ -732,7 +821,15 @@ def _profile_target(ctx, base, profile_id, output, force):
 
 
 def main() -> None:
-    """Console entry point."""
+    """Console entry point: Ctrl-C exits 130, numpy's RuntimeWarnings stay off stderr (the
+    test suite turns every warning into an error instead; --debug shows them)."""
+    import signal
+    import warnings
+
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+    if "--debug" not in sys.argv[1:]:
+        warnings.simplefilter("ignore", RuntimeWarning)
     cli(obj={})
 
 

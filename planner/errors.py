@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Iterable
+from typing import Any
+
+SHORT_VALUE = 60  # characters of a user's value shown in a message
+_MATCH_LONGEST = 100  # longer names are not compared (difflib is quadratic in the length)
 
 
 class PlannerError(Exception):
@@ -26,6 +31,10 @@ class CatalogError(InputError):
     """A catalog file is malformed, duplicated or unsourced (exit 2)."""
 
 
+class OutputError(InputError):
+    """A file or standard output cannot be written: full disk, read-only folder (exit 2)."""
+
+
 class InfeasibleError(PlannerError):
     """No plan meets the scenario's constraints; the message says which binds (exit 1)."""
 
@@ -42,9 +51,36 @@ class SolverError(PlannerError):
     exit_code = 3
 
 
+def _repr_limits() -> reprlib.Repr:
+    """A repr that stops early: a nested value of any size renders in bounded time."""
+    limits = reprlib.Repr()
+    limits.maxlevel, limits.maxlist, limits.maxtuple = 3, 6, 6
+    limits.maxdict, limits.maxset, limits.maxfrozenset = 4, 4, 4
+    limits.maxstring, limits.maxother, limits.maxlong = SHORT_VALUE, SHORT_VALUE, 40
+    return limits
+
+
+_REPR = _repr_limits()
+
+
+def shorten(value: Any, limit: int = SHORT_VALUE) -> str:
+    """A value as a message shows it: repr cut to `limit` characters, never built whole (an
+    alias-expanded YAML list or a megabyte string would otherwise take minutes)."""
+    text = _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def short_name(name: Any, limit: int = SHORT_VALUE) -> str:
+    """A name as a message shows it, without quotes: cut to `limit` characters."""
+    text = name if isinstance(name, str) else shorten(name, limit)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def close_match(name: str, choices: Iterable[str]) -> str | None:
-    """The closest known name to a misspelt one, or None."""
-    found = difflib.get_close_matches(str(name), list(choices), n=1, cutoff=0.5)
+    """The closest known name to a misspelt one, or None (none for absurdly long names)."""
+    if not isinstance(name, str) or len(name) > _MATCH_LONGEST:
+        return None
+    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
     return found[0] if found else None
 
 
@@ -52,7 +88,7 @@ def unknown_name_message(kind: str, name: str, choices: Iterable[str]) -> str:
     """One sentence for an unknown id: what was given, a close match, what is allowed."""
     choices = sorted(choices)
     hint = close_match(name, choices)
-    msg = f"unknown {kind} '{name}'"
+    msg = f"unknown {kind} '{short_name(name)}'"
     if hint:
         msg += f" (did you mean '{hint}'?)"
     shown = ", ".join(choices[:40]) + (" ..." if len(choices) > 40 else "")

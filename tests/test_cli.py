@@ -124,11 +124,11 @@ def test_estimate_text_output_names_the_bound():
         (["--model", "llama-3.1-8b", "--gpu", "t4", "--quant", "fp8"], "does not run on t4"),
         (
             ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--input-len", "0"],
-            "--input-len: must be a positive integer",
+            "--input-len: must be a whole number greater than 0",
         ),
         (
             ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--output-len", "-5"],
-            "--output-len: must be a positive integer",
+            "--output-len: must be a whole number greater than 0",
         ),
     ],
 )

@@ -80,7 +80,7 @@ def test_set_values_are_yaml_scalars_and_lists():
     [
         ({"workload.request_per_second": 5}, "did you mean 'requests_per_second'"),
         ({"sla.tpot_msec": 5}, "did you mean 'tpot_ms'"),
-        ({"sla.tpot_ms": -1}, r"sla\.tpot_ms: Input should be greater than 0"),
+        ({"sla.tpot_ms": -1}, r"sla\.tpot_ms: must be a finite number greater than 0"),
         ({"hardware.gpus": ["h100-sx"]}, r"hardware\.gpus\[0\]: unknown GPU 'h100-sx'.*h100-sxm"),
         ({"workload.requests_per_second.x": 1}, "holds a value, not keys"),
         ({"workload.classes[3].share": 0.5}, r"workload\.classes\[3\] does not exist"),

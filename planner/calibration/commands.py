@@ -49,9 +49,10 @@ def profiles_for_rows(
 
 def _skipped_records(measurements: pd.DataFrame, pred: pd.DataFrame, catalog: Catalog) -> list:
     out = []
+    predicted = set(pred["row_id"])  # once: a set per row made validate quadratic in rows
     for _, r in measurements.iterrows():
         reason = r["skip_reason"]
-        if not reason and r["row_id"] not in set(pred["row_id"]):
+        if not reason and r["row_id"] not in predicted:
             reason = _deployment(r, catalog)[1] or "no valid deployment"
         if reason:
             out.append({"row_id": int(r["row_id"]), "input": r.get("input", ""), "reason": reason})

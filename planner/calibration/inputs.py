@@ -11,12 +11,15 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 
+from planner.calibration.checks import check_row_count
 from planner.calibration.measurements import read_csv_measurements
 from planner.calibration.prediction import _deployment
 from planner.calibration.vllm_results import Identity, read_json_results, vllm_result_rows
-from planner.errors import InputError
+from planner.errors import InputError, shorten
 from planner.inputs.catalog import Catalog
 from planner.inputs.loading import read_text
+from planner.schema.bounded import Range
+from planner.schema.limits import MAX_DATA_BYTES, MAX_TOKENS, MAX_TP
 
 _T = TypeVar("_T")
 
@@ -32,13 +35,16 @@ def _option(option: str, lookup: Callable[[str], _T], value: str) -> _T:
 def resolve_identity(identity: Identity, catalog: Catalog) -> dict:
     """Catalog ids of `identity`, checked: an unknown id names its closest match, an
     impossible combination (tp, KV dtype, quant on that GPU) says why."""
-    for name, value in (
-        ("--tp", identity.tp),
-        ("--input-len", identity.input_len),
-        ("--output-len", identity.output_len),
+    for name, value, bounds in (
+        ("--tp", identity.tp, Range(0, MAX_TP, low_open=True, whole=True)),
+        ("--input-len", identity.input_len, Range(0, MAX_TOKENS, low_open=True, unit="tokens")),
+        ("--output-len", identity.output_len, Range(0, MAX_TOKENS, low_open=True, unit="tokens")),
     ):
-        if value is not None and value <= 0:
-            raise InputError(f"{name}: must be positive, got {value}")
+        if value is not None:
+            try:
+                bounds.check(value)
+            except ValueError as exc:
+                raise InputError(f"{name}: {exc} (got {shorten(value)})") from None
     model = _option("--model", catalog.model, str(identity.model))
     gpu = _option("--gpu", catalog.gpu, str(identity.gpu))
     quant = _option("--quant", catalog.quant, str(identity.quant))
@@ -61,7 +67,8 @@ def input_kind(path: str | Path) -> str:
     suffix = path.suffix.lower()
     if suffix in (".csv", ".json", ".jsonl"):
         return "csv" if suffix == ".csv" else "json"
-    return "json" if read_text(path, "a CSV or JSON file").lstrip()[:1] in ("{", "[") else "csv"
+    text = read_text(path, "a CSV or JSON file", MAX_DATA_BYTES)
+    return "json" if text.lstrip()[:1] in ("{", "[") else "csv"
 
 
 def read_measurements(
@@ -89,6 +96,7 @@ def read_measurements(
             frame = vllm_result_rows(read_json_results(path), ids, str(path), identity)
         parts.append(frame.assign(input=str(path), input_row=frame["row_id"].to_numpy()))
     out = pd.concat(parts, ignore_index=True)
+    check_row_count(len(out), ", ".join(str(p) for p in paths))
     if out.empty:
         raise InputError(f"no measurement rows in {', '.join(str(p) for p in paths)}")
     if out["row_id"].duplicated().any():

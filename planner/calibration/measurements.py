@@ -35,6 +35,7 @@ ones that apply to it):
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -42,9 +43,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from planner.errors import InputError
+from planner.errors import InputError, shorten
 from planner.inputs.catalog import Catalog, load_catalog
 from planner.inputs.loading import package_folder, read_text
+from planner.schema.limits import MAX_DATA_BYTES
 
 # data/ of the repository, shipped as the package planner.data
 DATA_DIR = package_folder("planner.data")
@@ -413,10 +415,12 @@ def read_csv_measurements(path: str | Path, catalog: Catalog) -> pd.DataFrame:
     """A measurements CSV in the format of data/calibration/measured_public.csv. Only the
     identity columns (framework, model, gpu, weight_precision) and one metric column are
     required; cells may be catalog ids (llama-3.1-8b, h100-sxm, fp8) or published names."""
+    from planner.calibration.checks import check_csv_cells, check_row_count
+
     path = Path(path)
-    read_text(path, "a CSV or JSON file")
+    text = read_text(path, "a CSV or JSON file", MAX_DATA_BYTES)
     try:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+        raw = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise InputError(f"{path}: malformed CSV: {str(exc).strip().splitlines()[0]}") from None
     missing = [c for c in CSV_REQUIRED if c not in raw.columns]
@@ -432,7 +436,9 @@ def read_csv_measurements(path: str | Path, catalog: Catalog) -> pd.DataFrame:
         raw["row_id"] = [str(i) for i in range(1, len(raw) + 1)]
     bad = [v for v in raw["row_id"] if not v.strip().isdigit()]
     if bad:
-        raise InputError(f"{path}: row_id must be a whole number, got {bad[0]!r}")
+        raise InputError(f"{path}: row_id must be a whole number, got {shorten(bad[0])}")
+    check_row_count(len(raw), str(path))
+    check_csv_cells(raw, path)
     raw.loc[raw["source"].str.strip() == "", "source"] = path.name
     if raw.empty:
         return pd.DataFrame(columns=list(MEASUREMENT_COLUMNS))

@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from planner.calibration.checks import check_row_count, check_vllm_values
 from planner.calibration.measurements import (
     MEASURED,
     MEASUREMENT_COLUMNS,
@@ -24,8 +25,9 @@ from planner.calibration.measurements import (
     _RowMap,
     engine_label,
 )
-from planner.errors import InputError
-from planner.inputs.loading import json_error, read_text
+from planner.errors import InputError, shorten
+from planner.inputs.loading import json_error, parse_json, read_text
+from planner.schema.limits import MAX_DATA_BYTES
 
 VLLM_SOURCE_KEY = "vllm-bench-serve"
 VLLM_METRIC_KEYS: dict[str, tuple[str, ...]] = {
@@ -58,27 +60,29 @@ def read_json_results(path: str | Path) -> list[dict]:
     or JSON Lines (`--append-result` appends one object per line). A syntax error names
     the line and column."""
     path = Path(path)
-    text = read_text(path, "a CSV or JSON file")
+    text = read_text(path, "a CSV or JSON file", MAX_DATA_BYTES)
     try:
-        data = json.loads(text)
+        data = parse_json(text, path)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise InputError(json_error(path, exc)) from None
         data = []
         for number, line in enumerate(text.splitlines(), start=1):
             try:
-                data.append(json.loads(line)) if line.strip() else None
+                data.append(parse_json(line, path, number)) if line.strip() else None
             except json.JSONDecodeError as line_exc:
                 raise InputError(json_error(path, line_exc, number)) from None
     docs = data if isinstance(data, list) else [data]
     if not docs:
         raise InputError(f"{path}: no benchmark result in the file")
-    for doc in docs:
+    check_row_count(len(docs), str(path))
+    for number, doc in enumerate(docs, start=1):
         if not isinstance(doc, dict):
             raise InputError(
                 f"{path}: expected JSON objects (vLLM benchmark results), got a "
                 f"{type(doc).__name__}"
             )
+        check_vllm_values(doc, str(path) if len(docs) == 1 else f"{path} (result {number})")
     return docs
 
 
@@ -98,7 +102,7 @@ def _request_rate(doc: Mapping, where: str) -> float:
         rate = float(value)
     except (TypeError, ValueError):
         raise InputError(
-            f"{where}: request_rate: expected a number or 'inf', got {value!r}"
+            f"{where}: request_rate: expected a number or 'inf', got {shorten(value)}"
         ) from None
     return rate if rate > 0 else math.inf
 

@@ -154,7 +154,13 @@ def solve(lp: pulp.LpProblem | Model, options: SolverOptions) -> Outcome:
             lp.solve(solver)
     except pulp.PulpSolverError as exc:
         raise SolverError(f"the {options.backend} solver failed: {exc}") from None
-    return Outcome(_status(lp), time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    status = _status(lp)
+    if status == "infeasible" and seconds >= options.time_limit_s:
+        # stopped by the clock, "infeasible" proves nothing (CBC under a 1 ms limit said so
+        # about one run in twelve): no plan, not an infeasible scenario
+        status = "none"
+    return Outcome(status, seconds)
 
 
 def _status(lp: pulp.LpProblem) -> Status:

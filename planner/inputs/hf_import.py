@@ -11,16 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from planner.errors import InputError, close_match
+from planner.errors import InputError, close_match, short_name, shorten
 from planner.schema.common import Provenance
+from planner.schema.limits import MAX_CONTEXT, MAX_MODEL_COUNT
 from planner.schema.model import MlaSpec, Model, MoeSpec, SlidingWindowSpec
 
-__all__ = ["SUPPORTED_ARCHITECTURES", "model_from_hf_config", "model_to_yaml"]
+__all__ = ["SUPPORTED_ARCHITECTURES", "default_model_id", "model_from_hf_config", "model_to_yaml"]
 
 # architectures[0] / model_type value -> the importer that handles it
 _KIND_BY_NAME: dict[str, str] = {
@@ -91,26 +93,31 @@ class _Config:
     def has(self, key: str) -> bool:
         return self.data.get(key) is not None
 
-    def pos_int(self, key: str, default: Any = _MISSING) -> int:
-        """A positive integer; `default` when absent or null (required if no default)."""
-        return self._int(key, default, minimum=1)
+    def pos_int(self, key: str, default: Any = _MISSING, maximum: int = MAX_CONTEXT) -> int:
+        """A positive integer up to `maximum`; `default` when absent or null (required if no
+        default)."""
+        return self._int(key, default, minimum=1, maximum=maximum)
 
-    def nonneg_int(self, key: str, default: Any = _MISSING) -> int:
-        return self._int(key, default, minimum=0)
+    def nonneg_int(self, key: str, default: Any = _MISSING, maximum: int = MAX_CONTEXT) -> int:
+        return self._int(key, default, minimum=0, maximum=maximum)
 
-    def _int(self, key: str, default: Any, minimum: int) -> Any:
+    def _int(self, key: str, default: Any, minimum: int, maximum: int) -> Any:
         value = self.data.get(key)
         if value is None:
             if default is _MISSING:
                 raise self._fail(f"missing {self.name(key)}")
             return default
+        given = value
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         kind = "a positive" if minimum > 0 else "a non-negative"
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(f"{self.name(key)} must be {kind} integer, got {value!r}")
-        if value < minimum:
-            raise self._fail(f"{self.name(key)} must be {kind} integer, got {value}")
+            raise self._fail(f"{self.name(key)} must be {kind} integer, got {shorten(value)}")
+        if not minimum <= value <= maximum:
+            raise self._fail(
+                f"{self.name(key)} must be {kind} integer of at most {maximum:,}, "
+                f"got {shorten(given)}"
+            )
         return value
 
     def flag(self, key: str, default: bool) -> bool:
@@ -118,7 +125,7 @@ class _Config:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self._fail(f"{self.name(key)} must be true or false, got {value!r}")
+            raise self._fail(f"{self.name(key)} must be true or false, got {shorten(value)}")
         return value
 
     def int_list(self, key: str) -> list[int]:
@@ -128,7 +135,9 @@ class _Config:
         if not isinstance(value, list) or not all(
             isinstance(v, int) and not isinstance(v, bool) for v in value
         ):
-            raise self._fail(f"{self.name(key)} must be a list of layer indices, got {value!r}")
+            raise self._fail(
+                f"{self.name(key)} must be a list of layer indices, got {shorten(value)}"
+            )
         return value
 
     def reject_true(self, key: str, why: str) -> None:
@@ -164,7 +173,7 @@ def _resolve_kind(config: dict[str, Any]) -> str:
             "config.json: missing 'model_type' and 'architectures'; cannot tell the "
             f"architecture (supported: {supported})"
         )
-    found = " / ".join(f"'{n}'" for n in names)
+    found = " / ".join(f"'{short_name(n)}'" for n in names)
     hint = next(
         (m for m in (close_match(n, SUPPORTED_ARCHITECTURES) for n in names) if m),
         None,
@@ -181,7 +190,7 @@ def _resolve_kind(config: dict[str, Any]) -> str:
 def _core(c: _Config, *, tie_default: bool) -> dict[str, Any]:
     """Sizes every decoder has; head_dim and num_key_value_heads take the HF defaults."""
     hidden = c.pos_int("hidden_size")
-    heads = c.pos_int("num_attention_heads")
+    heads = c.pos_int("num_attention_heads", maximum=MAX_MODEL_COUNT)
     head_dim = c.pos_int("head_dim", default=None)
     if head_dim is None:
         if hidden % heads:
@@ -193,7 +202,7 @@ def _core(c: _Config, *, tie_default: bool) -> dict[str, Any]:
     return {
         "hidden_size": hidden,
         "intermediate_size": c.pos_int("intermediate_size"),
-        "num_hidden_layers": c.pos_int("num_hidden_layers"),
+        "num_hidden_layers": c.pos_int("num_hidden_layers", maximum=MAX_MODEL_COUNT),
         "num_attention_heads": heads,
         "num_key_value_heads": c.pos_int("num_key_value_heads", default=heads),
         "head_dim": head_dim,
@@ -217,12 +226,12 @@ def _sliding_from_layer_types(c: _Config, layers: int) -> int | None:
     if not isinstance(types, list) or len(types) != layers:
         raise InputError(
             f"config.json: {c.name('layer_types')} must be a list of {layers} entries "
-            f"(one per layer), got {types!r}"
+            f"(one per layer), got {shorten(types)}"
         )
     unknown = sorted({str(t) for t in types if t not in _LAYER_TYPES})
     if unknown:
         raise InputError(
-            f"config.json: {c.name('layer_types')} has unsupported entries {unknown}; "
+            f"config.json: {c.name('layer_types')} has unsupported entries {shorten(unknown)}; "
             f"expected {', '.join(_LAYER_TYPES)}"
         )
     return sum(1 for t in types if t == "sliding_attention")
@@ -414,7 +423,7 @@ def _gemma3(c: _Config) -> dict[str, Any]:
     if text is None:
         raise InputError("config.json: missing 'text_config' (the Gemma 3 text decoder)")
     if not isinstance(text, dict):
-        raise InputError(f"config.json: 'text_config' must be an object, got {text!r}")
+        raise InputError(f"config.json: 'text_config' must be an object, got {shorten(text)}")
     outer_tie = c.flag("tie_word_embeddings", True)
     return _gemma3_text(_Config(text, "text_config."), tie_default=outer_tie)
 
@@ -486,7 +495,16 @@ def model_from_hf_config(config: dict, model_id: str, source: str) -> Model:
         raise InputError(_validation_message(exc)) from None
     except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
         # Defensive: the getters above should have caught every malformed value already.
-        raise InputError(f"config.json: malformed config ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            f"config.json: malformed config ({type(exc).__name__}: {short_name(str(exc))})"
+        ) from None
+
+
+def default_model_id(config: Path) -> str:
+    """A catalog id from a config.json's folder name (or another file's stem), made a safe
+    file name: lower case, runs of other characters as '-' ("My Model (v2)" -> my-model-v2)."""
+    stem = config.parent.name if config.name == "config.json" else config.stem
+    return re.sub(r"[^a-z0-9._+-]+", "-", stem.lower()).strip("-.")[:100]
 
 
 def model_to_yaml(model: Model) -> str:

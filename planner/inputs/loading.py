@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -11,7 +13,8 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from planner.errors import InputError, close_match
+from planner.errors import InputError, close_match, short_name, shorten
+from planner.schema import limits
 
 M = TypeVar("M", bound=BaseModel)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -36,8 +39,45 @@ def package_folder(package: str) -> Path:
     return root
 
 
-def read_text(path: str | Path, expected: str = "a text file") -> str:
-    """A file's text; a missing file, a folder or unreadable bytes become one InputError."""
+def check_input_file(path: str | Path, expected: str, max_bytes: int) -> None:
+    """Refuse, before opening, what is not a regular file of at most `max_bytes`: a FIFO or
+    a device would block or never end, a folder is a mistake, a huge file a denial of service."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{path}: is a folder, expected {expected}")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(
+            f"{path}: is {_file_kind(info.st_mode)}, not a regular file; expected {expected}"
+        )
+    if info.st_size > max_bytes:
+        raise InputError(
+            f"{path}: {info.st_size:,} bytes, more than the {max_bytes:,} allowed for "
+            f"{expected} (README, Limits)"
+        )
+
+
+def _file_kind(mode: int) -> str:
+    """'a FIFO (named pipe)', 'a character device', ... for a message."""
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((text for test, text in kinds if test(mode)), "a special file")
+
+
+def read_text(
+    path: str | Path, expected: str = "a text file", max_bytes: int = limits.MAX_DOCUMENT_BYTES
+) -> str:
+    """A regular file's text; a missing file, a folder, a FIFO or device, a file over the size
+    limit or unreadable bytes become one InputError naming the file."""
+    check_input_file(path, expected, max_bytes)
     try:
         return Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -53,23 +93,186 @@ def json_error(path: str | Path, exc: json.JSONDecodeError, line: int | None = N
     return f"{path}: malformed JSON at line {line or exc.lineno}, column {exc.colno}: {exc.msg}"
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse one YAML file; a syntax error names the line and column."""
-    text = read_text(path, "a YAML file")
+# ---- YAML: duplicate keys, nesting and alias expansion checked before construction ----------
+
+
+class _Guard:
+    """One walk over a composed YAML document: every mapping's keys, the nesting depth and
+    the number of values once aliases are expanded (shared nodes counted once per use), done
+    iteratively and memoised so that neither a bomb nor a deep document costs more than its
+    text."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size: dict[int, int] = {}
+        self.depth: dict[int, int] = {}
+        self.where: dict[int, str] = {}
+
+    def fail(self, node: yaml.Node, message: str) -> InputError:
+        """'<file>: <key path>: <message> at line N', N being where the node starts."""
+        where = short_name(self.where.get(id(node)) or "(top level)", 100)
+        line = node.start_mark.line + 1
+        return InputError(f"{self.path}: {where}: {message.replace('@', f'at line {line}')}")
+
+    def children(self, node: yaml.Node) -> list[tuple[str, yaml.Node]]:
+        """(key path, node) of the values inside a node; a mapping's keys are checked here."""
+        base = self.where.get(id(node), "")
+        if isinstance(node, yaml.SequenceNode):
+            return [(f"{base}[{i}]", child) for i, child in enumerate(node.value)]
+        if not isinstance(node, yaml.MappingNode):
+            return []
+        out: list = []
+        seen: dict[object, object] = {}
+        for key, value in node.value:
+            label = key.value if isinstance(key, yaml.ScalarNode) else "?"
+            child_path = f"{base}.{label}" if base else str(label)
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                if (key.tag, key.value) in seen:
+                    first = seen[key.tag, key.value]
+                    self.where[id(key)] = child_path
+                    raise self.fail(
+                        key, f"duplicate key @ (first given at line {first}); give each key once"
+                    )
+                seen[key.tag, key.value] = key.start_mark.line + 1
+            out += [(child_path, key), (child_path, value)]
+        return out
+
+    def check(self, root: yaml.Node) -> None:
+        """Raise InputError on a duplicate key, a recursive alias, or a document nested deeper
+        than MAX_NESTING or expanding to more than MAX_NODES values."""
+        stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+        open_nodes: set[int] = set()
+        while stack:
+            node, finished = stack.pop()
+            if finished:
+                self._finish(node)
+                open_nodes.discard(id(node))
+                continue
+            if id(node) in self.size:
+                continue
+            open_nodes.add(id(node))
+            stack.append((node, True))
+            for child_path, child in self.children(node):
+                self.where.setdefault(id(child), child_path)
+                if id(child) in open_nodes:
+                    raise self.fail(child, "the YAML alias @ refers to a value that contains it")
+                stack.append((child, False))
+
+    def _finish(self, node: yaml.Node) -> None:
+        kids = [child for _, child in self.children(node)]
+        self.size[id(node)] = 1 + sum(self.size[id(k)] for k in kids)
+        self.depth[id(node)] = 1 + max((self.depth[id(k)] for k in kids), default=0)
+        if self.size[id(node)] > limits.MAX_NODES:
+            raise self.fail(
+                node,
+                f"the value @ expands through YAML aliases to more than {limits.MAX_NODES:,} "
+                "values",
+            )
+        if self.depth[id(node)] > limits.MAX_NESTING:
+            raise self.fail(
+                node,
+                f"the value @ nests more than {limits.MAX_NESTING} levels of lists and mappings",
+            )
+
+
+class GuardedLoader(_LOADER):  # type: ignore[misc, valid-type]
+    """The safe loader, refusing duplicate keys, recursive aliases, alias bombs and deep
+    nesting before any Python object is built (the last key no longer silently wins)."""
+
+    source: Path = Path("<yaml>")
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        _Guard(self.source).check(node)
+        return self.construct_document(node)
+
+
+def parse_yaml(text: str, path: Path) -> Any:
+    """Parse one YAML document with the guarded loader; errors name the file and line."""
+    loader = GuardedLoader(text)
+    loader.source = path
     try:
-        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+        return loader.get_single_data()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        if isinstance(exc, yaml.reader.ReaderError):  # a control character: no line, a place
+            where = f" at character {exc.position + 1}"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise InputError(f"{path}: malformed YAML{where}: {problem}") from None
+    except RecursionError:
+        raise InputError(
+            f"{path}: nested more than {limits.MAX_NESTING} levels of lists and mappings"
+        ) from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse one YAML file; a syntax error names the line and column."""
+    return parse_yaml(read_text(path, "a YAML file"), path)
+
+
+# ---- JSON: duplicate keys and nesting ----------------------------------------------------
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _DuplicateKey(ValueError):
+    """A JSON object names one key twice (json.loads would keep the last silently)."""
+
+
+def nesting_depth(value: Any) -> int:
+    """Levels of nested lists and dicts in a parsed value, counted without recursion."""
+    if not isinstance(value, dict | list):
+        return 0
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > limits.MAX_NESTING:
+            return level
+        inner = item.values() if isinstance(item, dict) else item
+        stack += [(v, level + 1) for v in inner if isinstance(v, dict | list)]
+    return deepest
+
+
+def parse_json(text: str, path: str | Path, line: int | None = None) -> Any:
+    """Parse JSON text: a syntax error names the line and column; a repeated key or nesting
+    deeper than MAX_NESTING is refused."""
+    where = f"{path}: line {line}: " if line else f"{path}: "
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except _DuplicateKey as exc:
+        raise InputError(
+            f"{where}duplicate key '{short_name(str(exc))}'; give each key once"
+        ) from None
+    except RecursionError:
+        data = None
+        depth = limits.MAX_NESTING + 1
+    else:
+        depth = nesting_depth(data)
+    if depth > limits.MAX_NESTING:
+        raise InputError(
+            f"{where}nested more than {limits.MAX_NESTING} levels of lists and objects"
+        )
+    return data
 
 
 def read_json(path: Path) -> Any:
     """Parse one JSON file; a syntax error names the line and column."""
     text = read_text(path, "a JSON file")
     try:
-        return json.loads(text)
+        return parse_json(text, path)
     except json.JSONDecodeError as exc:
         raise InputError(json_error(path, exc)) from None
 
@@ -80,7 +283,7 @@ def key_path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif str(part).startswith("function-") or part in ("tagged-union", "literal"):
+        elif str(part).startswith(("function-", "literal[")) or part in ("tagged-union", "literal"):
             continue
         else:
             out += ("." if out else "") + str(part)
@@ -113,11 +316,6 @@ def _inner_model(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def describe_error(err: Mapping[str, Any], model: type[BaseModel]) -> str:
     """One line for one pydantic error: key path, what is wrong, the value, a hint."""
     loc = tuple(err.get("loc", ()))
@@ -136,8 +334,8 @@ def describe_error(err: Mapping[str, Any], model: type[BaseModel]) -> str:
         return f"{path}: required key is missing"
     text = err.get("msg", "invalid").removeprefix("Value error, ")
     value = err.get("input")
-    shown = f" (got {_short(value)})" if "input" in err and not isinstance(value, dict) else ""
-    return f"{path}: {text}{shown}"
+    shown = f" (got {shorten(value)})" if "input" in err and not isinstance(value, dict) else ""
+    return f"{text}{shown}" if not loc else f"{path}: {text}{shown}"
 
 
 def validate(data: Any, model: type[M], source: str | Path) -> M:

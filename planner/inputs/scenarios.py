@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import io
+from collections.abc import Collection
 from pathlib import Path
 
 from planner.errors import InputError, unknown_name_message
 from planner.inputs.catalog import Catalog
-from planner.inputs.hf_import import model_from_hf_config
-from planner.inputs.loading import read_json, read_yaml, validate
+from planner.inputs.hf_import import default_model_id, model_from_hf_config
+from planner.inputs.loading import read_json, read_text, read_yaml, validate
+from planner.schema.limits import MAX_DATA_BYTES
+from planner.schema.model import Model
 from planner.schema.scenario import Scenario
 
 
@@ -26,8 +29,7 @@ def _import_model(scenario: Scenario, path: Path, catalog: Catalog) -> tuple[Sce
             f"{path}: model: '{scenario.model}' is neither a catalog id nor an existing "
             f"config.json (looked for {config_path})"
         )
-    stem = config_path.parent.name if config_path.name == "config.json" else config_path.stem
-    model_id = stem.lower().replace(" ", "-") or "imported-model"
+    model_id = default_model_id(config_path) or "imported-model"
     try:
         model = model_from_hf_config(read_json(config_path), model_id, str(config_path))
     except InputError as exc:
@@ -37,12 +39,15 @@ def _import_model(scenario: Scenario, path: Path, catalog: Catalog) -> tuple[Sce
 
 def read_demand_csv(path: Path, source: Path) -> list[float]:
     """A CSV of `timestamp,requests_per_second` as 168 hour-of-week fractions of its peak."""
+    import numpy as np
     import pandas as pd
 
     try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError:
-        raise InputError(f"{source}: finance.profile.csv: file not found: {path}") from None
+        text = read_text(path, "a CSV of timestamp,requests_per_second", MAX_DATA_BYTES)
+    except InputError as exc:
+        raise InputError(f"{source}: finance.profile.csv: {exc.message}") from None
+    try:
+        frame = pd.read_csv(io.StringIO(text))
     except (OSError, ValueError) as exc:
         raise InputError(f"{source}: finance.profile.csv: cannot read {path}: {exc}") from None
     missing = {"timestamp", "requests_per_second"} - set(frame.columns)
@@ -53,12 +58,12 @@ def read_demand_csv(path: Path, source: Path) -> list[float]:
         )
     stamps = pd.to_datetime(frame["timestamp"], errors="coerce", utc=True)
     rate = pd.to_numeric(frame["requests_per_second"], errors="coerce")
-    bad = stamps.isna() | rate.isna() | (rate < 0)
+    bad = stamps.isna() | rate.isna() | (rate < 0) | ~np.isfinite(rate)
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0]) + 2
         raise InputError(
             f"{source}: finance.profile.csv: {path} line {row}: expected an ISO "
-            "timestamp and a non-negative requests_per_second"
+            "timestamp and a finite, non-negative requests_per_second"
         )
     hour = stamps.dt.day_of_week * 24 + stamps.dt.hour
     by_hour = rate.groupby(hour).mean().reindex(range(168))
@@ -96,18 +101,75 @@ def load_scenario(path: str | Path, catalog: Catalog) -> tuple[Scenario, Catalog
     if scenario.name is None:
         scenario = scenario.model_copy(update={"name": path.stem})
     if scenario.model not in catalog.models:
-        if _looks_like_path(scenario.model):
-            return _import_model(scenario, path, catalog)
-        raise InputError(
-            f"{path}: model: " + unknown_name_message("model", scenario.model, catalog.models)
-        )
+        if not _looks_like_path(scenario.model):
+            raise InputError(
+                f"{path}: model: " + unknown_name_message("model", scenario.model, catalog.models)
+            )
+        scenario, catalog = _import_model(scenario, path, catalog)
     _check_ids(scenario, path, catalog)
+    _check_context(scenario, path, catalog.models[scenario.model])
     return scenario, catalog
 
 
+def _check_context(scenario: Scenario, path: Path, model: Model) -> None:
+    """A request longer than the model's context window cannot be served: refuse it here
+    rather than plan it."""
+    window = model.max_position_embeddings
+    classes = scenario.workload.resolved_classes()
+    for i, (name, _, i_len, o_len, _) in enumerate(classes):
+        if i_len + o_len > window:
+            where = "workload" if scenario.workload.classes is None else f"workload.classes[{i}]"
+            raise InputError(
+                f"{path}: {where}: input_tokens + output_tokens = {i_len + o_len:,} tokens, "
+                f"more than the context window of {model.id} ({window:,} tokens, "
+                f"max_position_embeddings){'' if name == 'all' else f' (class {name})'}"
+            )
+
+
+def _finance_ids(
+    scenario: Scenario, catalog: Catalog
+) -> list[tuple[str, list[str], Collection[str], str]]:
+    """The ids inside `finance:`: GPUs of owned, reserved and spot prices, class profiles."""
+    fin = scenario.finance
+    if fin is None:
+        return []
+    classes = [name for name, *_ in scenario.workload.resolved_classes()]
+    return [
+        ("finance.owned", list(fin.owned), catalog.gpus, "GPU"),
+        (
+            "finance.reserved.usd_per_gpu_hour",
+            list(fin.reserved.usd_per_gpu_hour) if fin.reserved else [],
+            catalog.gpus,
+            "GPU",
+        ),
+        (
+            "finance.spot.usd_per_gpu_hour",
+            list(fin.spot.usd_per_gpu_hour) if fin.spot else [],
+            catalog.gpus,
+            "GPU",
+        ),
+        ("finance.profile.by_class", list(fin.profile.by_class), classes, "request class"),
+    ]
+
+
+def _check_provider(scenario: Scenario, path: Path, catalog: Catalog) -> None:
+    """hardware.pricing.provider must be a provider some catalog price comes from."""
+    provider = scenario.hardware.pricing.provider
+    if provider is None:
+        return
+    known = {p.provider for gpu in catalog.gpus.values() for p in gpu.prices}
+    if provider.lower() not in {k.lower() for k in known}:
+        raise InputError(
+            f"{path}: hardware.pricing.provider: "
+            + unknown_name_message("price provider", provider, known)
+        )
+
+
 def _check_ids(scenario: Scenario, path: Path, catalog: Catalog) -> None:
-    """Every id the scenario names must be in the catalog; misspellings get a suggestion."""
-    checks: list[tuple[str, list[str], Mapping[str, object], str]] = [
+    """Every id the scenario names, in every section, must be in the catalog (or, for class
+    profiles, a class of the workload); misspellings get a suggestion."""
+    _check_provider(scenario, path, catalog)
+    checks: list[tuple[str, list[str], Collection[str], str]] = [
         ("engine", [scenario.engine], catalog.engines, "engine profile"),
         ("search.quants", scenario.search.quants, catalog.quants, "quantization"),
         ("hardware.gpus", scenario.hardware.gpus or [], catalog.gpus, "GPU"),
@@ -119,6 +181,7 @@ def _check_ids(scenario: Scenario, path: Path, catalog: Catalog) -> None:
             catalog.gpus,
             "GPU",
         ),
+        *_finance_ids(scenario, catalog),
     ]
     for key, ids, table, kind in checks:
         for i, item in enumerate(ids):

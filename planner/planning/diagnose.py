@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, SolverError
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.perf.candidates import Price
@@ -100,7 +100,28 @@ def _fleet_message(scenario: Scenario, problem: FleetProblem) -> str:
             f"costs ${free.cost_per_hour * HOURS_PER_MONTH:,.0f} a month with "
             f"{int(sum(t * n for t, n in zip(problem.tp, free.replicas, strict=True)))} GPUs"
         )
-    return "; ".join(msgs) or "the fleet constraints cannot all hold at once"
+    names = [name for name, *_ in scenario.workload.resolved_classes()]
+    return "; ".join(msgs) or _unbounded_failure(problem, free.status, names)
+
+
+def _unbounded_failure(problem: FleetProblem, status: str, names: list[str]) -> str:
+    """Without budget and GPU limits a fleet always exists (replicas are bounded by the
+    demand), so failing even then is a class no candidate carries, or a solver failure."""
+    carried = np.zeros(0, dtype=bool)  # no candidates: no class to blame
+    if problem.n_candidates:
+        carried = np.asarray((problem.capacity > 0).any(axis=0), dtype=bool)
+    for w, ok in enumerate(carried):
+        if not ok:
+            return (
+                f"demand: no offered candidate can carry class '{names[w]}' at its SLA; "
+                "relax its SLA or allow more GPUs, tensor-parallel degrees or quantizations"
+            )
+    raise SolverError(
+        f"the solver found no fleet even without the budget and GPU limits ({status}), "
+        f"which always admit one: the demand ({problem.demand.sum():.3g} requests/s) or the "
+        "costs are likely beyond its numerical range; raise solver.time_limit_s or scale "
+        "the scenario down"
+    )
 
 
 def _fleet_text(problem: FleetProblem, replicas: np.ndarray) -> str:

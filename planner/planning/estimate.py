@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from planner.errors import InputError
+from planner.errors import InputError, shorten
 from planner.inputs.catalog import Catalog
 from planner.perf import queueing as q
 from planner.perf.candidates import (
@@ -19,6 +19,8 @@ from planner.perf.candidates import (
     default_kv_dtype,
 )
 from planner.perf.evaluate import evaluate
+from planner.schema import limits
+from planner.schema.bounded import Range
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.scenario import Pricing
@@ -56,15 +58,36 @@ def check_context(model: Model, input_len: int, output_len: int, where: str = ""
         )
 
 
-def _check_positive(req: EstimateRequest) -> None:
-    for name in ("tp", "batch", "input_len", "output_len", "concurrency"):
+_OPTION_RANGES = {
+    "tp": Range(0, limits.MAX_TP, low_open=True, whole=True),
+    "batch": Range(0, limits.MAX_BATCH, low_open=True, unit="sequences", whole=True),
+    "concurrency": Range(0, limits.MAX_BATCH, low_open=True, unit="clients", whole=True),
+    "input_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
+    "output_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
+    "utilisation": Range(0, 1, low_open=True, high_open=True),
+    "price_usd_per_gpu_hour": Range(
+        0, limits.MAX_USD_PER_GPU_HOUR, low_open=True, unit="USD per GPU-hour"
+    ),
+}
+_OPTION_NAMES = {"utilisation": "--utilization", "price_usd_per_gpu_hour": "--price"}
+
+
+def _check_ranges(req: EstimateRequest) -> None:
+    """Every number of the request finite and inside its documented range (README, Limits):
+    a price of -1, nan or inf and a batch beyond int64 used to be estimated."""
+    for name, bounds in _OPTION_RANGES.items():
         value = getattr(req, name)
-        if value is not None and value <= 0:
-            raise InputError(f"--{name.replace('_', '-')}: must be a positive integer, got {value}")
-    if not 0 < req.utilisation < 1:
-        raise InputError(
-            f"--utilization: must be between 0 and 1 (exclusive), got {req.utilisation}"
-        )
+        if value is None:
+            continue
+        try:
+            bounds.check(value)
+        except ValueError as exc:
+            option = _OPTION_NAMES.get(name, "--" + name.replace("_", "-"))
+            raise InputError(f"{option}: {exc} (got {shorten(value)})") from None
+
+
+def _check_load(req: EstimateRequest) -> None:
+    """One load at most: a closed loop of C clients or Poisson arrivals at a finite rate."""
     if req.concurrency is not None and req.rate is not None:
         raise InputError("--concurrency and --rate: give one load, not both")
     if req.rate is not None and not (req.rate > 0 and math.isfinite(req.rate)):
@@ -180,7 +203,8 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
     """Every metric of one (model, gpu, tp, quant, kv, shape) at one load: a closed loop of
     `concurrency` clients, an open loop at `rate`, or (neither) `batch` sequences at the
     planned utilisation, as `solve` plans."""
-    _check_positive(req)
+    _check_ranges(req)
+    _check_load(req)
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     if req.concurrency is not None:

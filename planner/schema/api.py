@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
+from planner.schema import limits
+from planner.schema.bounded import EntryId, between, whole
 from planner.schema.common import Strict
+
+UsdPer1M = Annotated[float, between(0, limits.MAX_USD_PER_1M_TOKENS, unit="USD per 1M tokens")]
 
 
 class ApiOffering(Strict):
@@ -12,10 +18,12 @@ class ApiOffering(Strict):
 
     model: str = Field(description="catalog model id this endpoint serves")
     provider_model_id: str
-    input_usd_per_1m: float = Field(ge=0)
-    output_usd_per_1m: float = Field(ge=0)
-    cached_input_usd_per_1m: float | None = Field(default=None, ge=0)
-    context_tokens: int | None = Field(default=None, gt=0)
+    input_usd_per_1m: UsdPer1M
+    output_usd_per_1m: UsdPer1M
+    cached_input_usd_per_1m: UsdPer1M | None = None
+    context_tokens: (
+        Annotated[int, whole(0, limits.MAX_CONTEXT, unit="tokens", low_open=True)] | None
+    ) = None
     source: str = Field(min_length=3)
     as_of: str = Field(min_length=4)
     notes: str | None = None
@@ -24,6 +32,6 @@ class ApiOffering(Strict):
 class ApiProvider(Strict):
     """One file of catalogs/apis/: a provider and its offerings."""
 
-    id: str
+    id: EntryId
     name: str
     offerings: tuple[ApiOffering, ...] = Field(min_length=1)

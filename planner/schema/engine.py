@@ -3,37 +3,54 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
+from planner.schema.bounded import EntryId, between
 from planner.schema.common import Strict
 
 FP8_KV_CHECKPOINTS = ("fp8", "fp4")  # quant ids whose ModelOpt checkpoints quantize the KV too
+
+Share = between(0, 1, low_open=True)
+
+
+def _up_to(high: float, unit: str) -> BeforeValidator:
+    return between(0, high, unit=unit)
 
 
 class Efficiency(Strict):
     """Achievable fractions of peak and fixed costs for one engine on one GPU family."""
 
-    eta_mem: float = Field(gt=0, le=1, description="achieved fraction of HBM bandwidth")
-    eta_compute_decode: float = Field(gt=0, le=1, description="fraction of dense peak in decode")
-    eta_compute_prefill: float = Field(gt=0, le=1, description="fraction of peak in prefill")
-    eta_kv: float = Field(
-        default=1.0, gt=0, le=1, description="attention kernels' KV read efficiency vs GEMV"
-    )
-    allreduce_latency_us: float = Field(ge=0, le=1000, description="per collective, alpha")
-    step_overhead_ms: float = Field(ge=0, le=100, description="per decode step fixed cost")
-    prefill_overhead_ms: float = Field(default=0.0, ge=0, le=1000)
-    mem_util: float = Field(
-        default=0.9,
-        gt=0,
-        le=1,
-        description="the engine's memory fraction: vLLM gpu_memory_utilization (of total), "
-        "SGLang mem_fraction_static (of total, weights + KV), TensorRT-LLM "
-        "kv_cache_free_gpu_mem_fraction (of the memory free after weights)",
-    )
-    runtime_reserve_gb: float = Field(
-        default=0.0, ge=0, description="runtime memory on top of the engine's own budget"
-    )
+    eta_mem: Annotated[float, Share, Field(description="achieved fraction of HBM bandwidth")]
+    eta_compute_decode: Annotated[
+        float, Share, Field(description="fraction of dense peak in decode")
+    ]
+    eta_compute_prefill: Annotated[float, Share, Field(description="fraction of peak in prefill")]
+    eta_kv: Annotated[
+        float, Share, Field(description="attention kernels' KV read efficiency vs GEMV")
+    ] = 1.0
+    allreduce_latency_us: Annotated[
+        float, _up_to(1000, "us"), Field(description="per collective, alpha")
+    ]
+    step_overhead_ms: Annotated[
+        float, _up_to(100, "ms"), Field(description="per decode step fixed cost")
+    ]
+    prefill_overhead_ms: Annotated[float, _up_to(1000, "ms")] = 0.0
+    mem_util: Annotated[
+        float,
+        Share,
+        Field(
+            description="the engine's memory fraction: vLLM gpu_memory_utilization (of total), "
+            "SGLang mem_fraction_static (of total, weights + KV), TensorRT-LLM "
+            "kv_cache_free_gpu_mem_fraction (of the memory free after weights)"
+        ),
+    ] = 0.9
+    runtime_reserve_gb: Annotated[
+        float,
+        _up_to(10_000, "GB"),
+        Field(description="runtime memory on top of the engine's own budget"),
+    ] = 0.0
     kv_budget_of_free: bool = Field(
         default=False,
         description="mem_util is a fraction of the memory left after weights and activations "
@@ -45,14 +62,17 @@ class Efficiency(Strict):
         "it inside gpu_memory_utilization); False for SGLang's static pool",
     )
     prefill_chunk_tokens: int = Field(
-        default=8192, ge=256, description="tokens per chunked-prefill pass (max_num_batched_tokens)"
+        default=8192,
+        ge=256,
+        le=1_048_576,
+        description="tokens per chunked-prefill pass (max_num_batched_tokens)",
     )
 
 
 class EngineProfile(Strict):
     """A serving engine's constants per GPU family, with a default for unknown families."""
 
-    id: str
+    id: EntryId
     name: str
     source: str = Field(min_length=3)
     as_of: str = Field(min_length=4)

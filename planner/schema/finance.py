@@ -6,19 +6,25 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from planner.schema import limits
+from planner.schema.bounded import Flag, Name, between, whole
 from planner.schema.common import Strict
 
-Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
-UsdPerHour = dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]]
+Fraction = Annotated[float, between(0, 1)]
+UsdPerHour = dict[
+    Name,
+    Annotated[float, between(limits.MIN_USD, limits.MAX_USD_PER_GPU_HOUR, unit="USD per GPU-hour")],
+]
+Hourly = Annotated[list[Fraction], Field(max_length=168)]
 
 
 class DemandProfile(Strict):
     """Demand by hour as fractions of the peak (24 values for a day, 168 for a week), or a
     CSV of `timestamp,requests_per_second` averaged by hour of week."""
 
-    hourly: list[Fraction] | None = None
-    csv: str | None = None
-    by_class: dict[str, list[Fraction]] = {}
+    hourly: Hourly | None = None
+    csv: str | None = Field(default=None, max_length=4096)
+    by_class: dict[Name, Hourly] = {}
 
     @model_validator(mode="after")
     def _one_source(self) -> DemandProfile:
@@ -39,45 +45,54 @@ class Reserved(Strict):
 
     term: Literal["1y", "3y"] = "1y"
     usd_per_gpu_hour: UsdPerHour = {}
-    discount_vs_on_demand: float | None = Field(default=None, gt=0, lt=1)
+    discount_vs_on_demand: Annotated[float, between(0, 1, low_open=True, high_open=True)] | None = (
+        None
+    )
 
 
 class Spot(Strict):
     """Interruptible capacity: cheaper, may vanish, so it may serve only a share of traffic."""
 
-    enabled: bool = True
+    enabled: Flag = True
     max_share: Fraction = 0.3
-    preemption_overhead: float = Field(default=0.1, ge=0, lt=1)
+    preemption_overhead: Annotated[float, between(0, 1, high_open=True)] = 0.1
     usd_per_gpu_hour: UsdPerHour = {}
 
 
 class Owned(Strict):
     """Bought hardware: amortised purchase, power at TDP x PUE, hosting."""
 
-    purchase_usd_per_gpu: float = Field(gt=0, allow_inf_nan=False)
-    amortisation_months: int = Field(default=36, gt=0, le=120)
-    pue: float = Field(default=1.3, ge=1, le=3)
-    electricity_usd_per_kwh: float = Field(default=0.12, ge=0, le=5)
-    hosting_usd_per_gpu_month: float = Field(default=0.0, ge=0)
-    utilisation_of_tdp: float = Field(default=0.8, gt=0, le=1)
+    purchase_usd_per_gpu: Annotated[
+        float, between(limits.MIN_USD, limits.MAX_USD_PER_GPU, unit="USD")
+    ]
+    amortisation_months: Annotated[int, whole(0, 120, unit="months", low_open=True)] = 36
+    pue: Annotated[float, between(1, 3)] = 1.3
+    electricity_usd_per_kwh: Annotated[
+        float, between(0, limits.MAX_USD_PER_KWH, unit="USD per kWh")
+    ] = 0.12
+    hosting_usd_per_gpu_month: Annotated[
+        float, between(0, limits.MAX_USD_PER_GPU_HOUR * 730, unit="USD per GPU-month")
+    ] = 0.0
+    utilisation_of_tdp: Annotated[float, between(0, 1, low_open=True)] = 0.8
 
 
 class Finance(Strict):
     """Plan over a horizon: hourly profile, growth, and which tiers may be bought."""
 
-    horizon_months: int = Field(default=12, gt=0, le=60)
-    growth_per_month: float = Field(default=0.0, ge=-0.5, le=2, allow_inf_nan=False)
+    horizon_months: Annotated[int, whole(0, 60, unit="months", low_open=True)] = 12
+    growth_per_month: Annotated[float, between(-0.5, 2)] = 0.0
     profile: DemandProfile
-    slots: int = Field(default=4, ge=1, le=24, description="demand levels to plan for")
-    months_per_period: int = Field(
-        default=3,
-        ge=1,
-        le=12,
-        description="months planned together, each block sized for its last (busiest) month",
-    )
+    slots: Annotated[
+        int, whole(0, 24, low_open=True), Field(description="demand levels to plan for")
+    ] = 4
+    months_per_period: Annotated[
+        int,
+        whole(0, 12, unit="months", low_open=True),
+        Field(description="months planned together, each block sized for its last (busiest) month"),
+    ] = 3
     reserved: Reserved | None = Reserved()
     spot: Spot | None = Spot()
-    owned: dict[str, Owned] = {}
+    owned: dict[Name, Owned] = {}
 
 
 class Energy(Strict):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from planner.schema import limits
+from planner.schema.bounded import EntryId, between, whole
 from planner.schema.common import Provenance, Strict
 
 ComputeDtype = Literal["fp32", "bf16", "fp16", "fp8", "int8", "fp4"]
@@ -22,12 +24,18 @@ PriceTier = Literal[
 ]
 
 
+Bandwidth = between(0, limits.MAX_BANDWIDTH_GB_PER_S, unit="GB/s", low_open=True)
+Tflops = between(0, limits.MAX_TFLOPS, unit="TFLOPS", low_open=True)
+
+
 class GpuPrice(Strict):
     """One published price per GPU-hour with its provider, tier, date and source."""
 
     provider: str
     tier: PriceTier = "on_demand"
-    usd_per_gpu_hour: float = Field(gt=0)
+    usd_per_gpu_hour: Annotated[
+        float, between(0, limits.MAX_USD_PER_GPU_HOUR, unit="USD per GPU-hour", low_open=True)
+    ]
     offering: str | None = None
     region: str | None = None
     as_of: str = Field(min_length=4)
@@ -47,22 +55,24 @@ class DeviceMemory(Strict):
 class Gpu(Strict):
     """One accelerator package (per GPU, per OAM); numbers are dense peaks, never sparse."""
 
-    id: str
+    id: EntryId
     name: str
     vendor: str
     family: str = Field(description="efficiency family in engine profiles, e.g. hopper")
-    memory_gb: float = Field(gt=0, description="as the vendor labels it")
+    memory_gb: Annotated[float, between(0, limits.MAX_MEMORY_GB, unit="GB", low_open=True)]
     memory_device: DeviceMemory | None = Field(
         default=None, description="bytes the device reports; the model uses them when known"
     )
-    hbm_bandwidth_gb_per_s: float = Field(gt=0)
-    dense_tflops: dict[ComputeDtype, float] = Field(
+    hbm_bandwidth_gb_per_s: Annotated[float, Bandwidth]
+    dense_tflops: dict[ComputeDtype, Annotated[float, Tflops]] = Field(
         description="dense tensor peak per compute dtype; a dtype absent means unsupported"
     )
-    scaleup_link_gb_per_s: float = Field(gt=0, description="per GPU, one direction")
-    scaleup_domain_gpus: int = Field(ge=1)
+    scaleup_link_gb_per_s: Annotated[float, Bandwidth, Field(description="per GPU, one direction")]
+    scaleup_domain_gpus: Annotated[
+        int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)
+    ]
     interconnect: str
-    tdp_w: float | None = Field(default=None, gt=0)
+    tdp_w: Annotated[float, between(0, limits.MAX_WATTS, unit="W", low_open=True)] | None = None
     spec: Provenance
     prices: tuple[GpuPrice, ...] = ()
 

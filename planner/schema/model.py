@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from planner.schema import limits
+from planner.schema.bounded import EntryId, Flag, between, whole
 from planner.schema.common import Provenance, Strict
+
+Width = Annotated[int, whole(0, limits.MAX_MODEL_WIDTH, low_open=True)]
+Count = Annotated[int, whole(0, limits.MAX_MODEL_COUNT, low_open=True)]
+CountOrZero = Annotated[int, whole(0, limits.MAX_MODEL_COUNT)]
+Billions = Annotated[float, between(0, limits.MAX_PARAMS_B, unit="billion", low_open=True)]
 
 
 class MoeSpec(Strict):
     """Mixture of experts: routed experts, top-k, shared experts and dense leading layers."""
 
-    n_routed_experts: int = Field(ge=2)
-    num_experts_per_tok: int = Field(ge=1)
-    moe_intermediate_size: int = Field(gt=0)
-    n_shared_experts: int = Field(default=0, ge=0)
-    shared_intermediate_size: int | None = Field(default=None, gt=0)
-    first_k_dense_layers: int = Field(default=0, ge=0)
-    router_bias: bool = False
-    expert_bias: bool = False
+    n_routed_experts: Annotated[int, whole(2, limits.MAX_MODEL_COUNT)]
+    num_experts_per_tok: Count
+    moe_intermediate_size: Width
+    n_shared_experts: CountOrZero = 0
+    shared_intermediate_size: Width | None = None
+    first_k_dense_layers: CountOrZero = 0
+    router_bias: Flag = False
+    expert_bias: Flag = False
 
     @model_validator(mode="after")
     def _k_within_e(self) -> MoeSpec:
@@ -31,47 +38,49 @@ class MoeSpec(Strict):
 class MlaSpec(Strict):
     """Multi-head latent attention (DeepSeek-V3): the KV cache holds a latent, not heads."""
 
-    q_lora_rank: int | None = Field(default=None, gt=0)
-    kv_lora_rank: int = Field(gt=0)
-    qk_nope_head_dim: int = Field(gt=0)
-    qk_rope_head_dim: int = Field(gt=0)
-    v_head_dim: int = Field(gt=0)
+    q_lora_rank: Width | None = None
+    kv_lora_rank: Width
+    qk_nope_head_dim: Width
+    qk_rope_head_dim: Width
+    v_head_dim: Width
 
 
 class SlidingWindowSpec(Strict):
     """Layers that attend to the last `window` tokens only; their KV stops growing there."""
 
-    window: int = Field(gt=0)
-    n_sliding_layers: int = Field(ge=0)
+    window: Annotated[int, whole(0, limits.MAX_CONTEXT, unit="tokens", low_open=True)]
+    n_sliding_layers: CountOrZero
 
 
 class Model(Strict):
     """A decoder-only transformer as its config.json describes it."""
 
-    id: str
+    id: EntryId
     name: str
     hf_repo: str | None = None
     family: str
-    hidden_size: int = Field(gt=0)
-    intermediate_size: int = Field(gt=0, description="dense FFN size (gated: 3 matrices)")
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
-    max_position_embeddings: int = Field(gt=0)
-    tie_word_embeddings: bool = False
-    qkv_bias: bool = False
-    attention_output_bias: bool = False
-    attention_sinks: bool = False
-    qk_norm: bool = False
-    norms_per_layer: int = Field(default=2, ge=0)
-    gated_ffn: bool = True
+    hidden_size: Width
+    intermediate_size: Annotated[Width, Field(description="dense FFN size (gated: 3 matrices)")]
+    num_hidden_layers: Count
+    num_attention_heads: Count
+    num_key_value_heads: Count
+    head_dim: Width
+    vocab_size: Annotated[int, whole(0, limits.MAX_VOCAB, low_open=True)]
+    max_position_embeddings: Annotated[
+        int, whole(0, limits.MAX_CONTEXT, unit="tokens", low_open=True)
+    ]
+    tie_word_embeddings: Flag = False
+    qkv_bias: Flag = False
+    attention_output_bias: Flag = False
+    attention_sinks: Flag = False
+    qk_norm: Flag = False
+    norms_per_layer: Annotated[int, whole(0, 16)] = 2
+    gated_ffn: Flag = True
     moe: MoeSpec | None = None
     mla: MlaSpec | None = None
     sliding_window: SlidingWindowSpec | None = None
-    stated_total_params_b: float = Field(gt=0)
-    stated_active_params_b: float | None = Field(default=None, gt=0)
+    stated_total_params_b: Billions
+    stated_active_params_b: Billions | None = None
     provenance: Provenance
 
     @model_validator(mode="after")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
+from planner.schema.bounded import EntryId, NoRepeats, between
 from planner.schema.common import Provenance, Strict
 from planner.schema.hardware import ComputeDtype
 
@@ -21,15 +22,19 @@ class Quant(Strict):
     what the matrix math runs at (fp8 weights on an A100 fall back to 16-bit, W8A16).
     """
 
-    id: str
+    id: EntryId
     name: str
-    weight_bytes_per_param: float = Field(gt=0, le=4, description="scales included")
-    embedding_bytes_per_param: float = Field(
-        default=2.0, gt=0, description="embedding and LM head usually stay 16-bit"
-    )
-    compute_dtypes: tuple[ComputeDtype, ...] = Field(min_length=1)
-    kv_dtypes: tuple[KvDtype, ...] = Field(min_length=1)
+    weight_bytes_per_param: Annotated[
+        float, between(0, 4, unit="bytes", low_open=True), Field(description="scales included")
+    ]
+    embedding_bytes_per_param: Annotated[
+        float,
+        between(0, 8, unit="bytes", low_open=True),
+        Field(description="embedding and LM head usually stay 16-bit"),
+    ] = 2.0
+    compute_dtypes: Annotated[tuple[ComputeDtype, ...], Field(min_length=1), NoRepeats]
+    kv_dtypes: Annotated[tuple[KvDtype, ...], Field(min_length=1), NoRepeats]
     default_kv_dtype: KvDtype
-    gpus: tuple[str, ...] | Literal["all"] = "all"
+    gpus: Annotated[tuple[str, ...], NoRepeats] | Literal["all"] = "all"
     quality_note: str | None = None
     provenance: Provenance

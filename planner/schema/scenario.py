@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
+from planner.schema import limits
+from planner.schema.bounded import ListCap, Name, NoRepeats, between, whole
 from planner.schema.common import Strict
 from planner.schema.finance import Energy, Finance
 
@@ -27,15 +28,25 @@ def _parse_ms(value: Any) -> Any:
     return value
 
 
-def _finite_positive(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("must be a finite number")
-    return value
-
-
-Milliseconds = Annotated[float, BeforeValidator(_parse_ms), Field(gt=0, allow_inf_nan=False)]
+Milliseconds = Annotated[
+    float, between(0, limits.MAX_LATENCY_MS, unit="ms", low_open=True, parse=_parse_ms)
+]
 Statistic = Literal["mean", "p50", "p90", "p95", "p99"]
-PositiveInt = Annotated[int, Field(gt=0)]
+KvDtypeName = Literal["bf16", "fp16", "fp8"]
+Rate = Annotated[
+    float, between(limits.MIN_REQUESTS_PER_S, limits.MAX_REQUESTS_PER_S, unit="requests/s")
+]
+Tokens = Annotated[int, whole(0, limits.MAX_TOKENS, unit="tokens", low_open=True)]
+Share = Annotated[float, between(1e-6, 1)]
+Utilization = Annotated[float, between(0, 1, low_open=True, high_open=True)]
+UsdPerGpuHour = Annotated[
+    float, between(limits.MIN_USD, limits.MAX_USD_PER_GPU_HOUR, unit="USD per GPU-hour")
+]
+UsdPerMonth = Annotated[float, between(limits.MIN_USD, limits.MAX_USD_PER_MONTH, unit="USD")]
+GpuCount = Annotated[int, whole(0, limits.MAX_GPU_COUNT, unit="GPUs")]
+TpDegree = Annotated[int, whole(0, limits.MAX_TP, low_open=True)]
+BatchSize = Annotated[int, whole(0, limits.MAX_BATCH, unit="sequences", low_open=True)]
+Names = Annotated[list[Name], NoRepeats, ListCap]
 
 
 class Sla(Strict):
@@ -51,10 +62,10 @@ class RequestClass(Strict):
     """One kind of request: its share of the traffic (or its own rate), shape and SLA."""
 
     name: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_.\- ]+$")
-    share: float | None = Field(default=None, gt=0, le=1)
-    requests_per_second: float | None = Field(default=None, gt=0)
-    input_tokens: PositiveInt
-    output_tokens: PositiveInt
+    share: Share | None = None
+    requests_per_second: Rate | None = None
+    input_tokens: Tokens
+    output_tokens: Tokens
     sla: Sla | None = None
 
     @model_validator(mode="after")
@@ -70,10 +81,10 @@ class RequestClass(Strict):
 class Workload(Strict):
     """Peak demand, with one request shape or a list of request classes."""
 
-    requests_per_second: float | None = Field(default=None, gt=0)
-    input_tokens: PositiveInt | None = None
-    output_tokens: PositiveInt | None = None
-    classes: list[RequestClass] | None = None
+    requests_per_second: Rate | None = None
+    input_tokens: Tokens | None = None
+    output_tokens: Tokens | None = None
+    classes: list[RequestClass] | None = Field(default=None, max_length=limits.MAX_CLASSES)
 
     @model_validator(mode="after")
     def _one_shape_or_classes(self) -> Workload:
@@ -111,6 +122,23 @@ class Workload(Strict):
             raise ValueError(f"class shares must sum to 1, they sum to {sum(shares):.6g}")
         if shares and len(shares) < len(self.classes) and sum(shares) > 1.0 + 1e-9:
             raise ValueError(f"class shares sum to {sum(shares):.6g}, more than 1")
+        rates = [(name, rate) for name, rate, *_ in self.resolved_classes()]
+        slow = next(((n, r) for n, r in rates if r < limits.MIN_REQUESTS_PER_S), None)
+        if slow:
+            raise ValueError(
+                f"class '{slow[0]}' gets {slow[1]:.3g} requests/s, less than the "
+                f"{limits.MIN_REQUESTS_PER_S:g} a scenario plans for"
+            )
+        peak = sum(r for _, r in rates)
+        if peak > limits.MAX_REQUESTS_PER_S:
+            raise ValueError(
+                f"the classes add up to {peak:g} requests/s, more than the "
+                f"{limits.MAX_REQUESTS_PER_S:g} a scenario may plan for"
+            )
+
+    def peak_requests_per_second(self) -> float:
+        """The total arrival rate of every class at the peak."""
+        return sum(rate for _, rate, *_ in self.resolved_classes())
 
     def resolved_classes(self) -> list[tuple[str, float, int, int, Sla | None]]:
         """(name, requests/s, input, output, sla) for every class."""
@@ -130,29 +158,29 @@ class Pricing(Strict):
     tier: Literal[
         "on_demand", "spot", "reserved_1y", "reserved_3y", "capacity_block", "marketplace"
     ] = "on_demand"
-    provider: str | None = None
-    usd_per_gpu_hour: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = {}
+    provider: Name | None = None
+    usd_per_gpu_hour: dict[str, UsdPerGpuHour] = {}
 
 
 class Hardware(Strict):
     """Allowed GPUs (default: every priced GPU in the catalog), inventory, pricing."""
 
-    gpus: list[str] | None = None
-    exclude: list[str] = []
-    inventory: dict[str, Annotated[int, Field(ge=0)]] = {}
+    gpus: Names | None = None
+    exclude: Names = []
+    inventory: dict[str, GpuCount] = {}
     pricing: Pricing = Pricing()
 
 
 class Search(Strict):
     """The deployment space to explore."""
 
-    quants: list[str] = ["bf16", "fp8"]
-    kv_dtypes: list[Literal["bf16", "fp16", "fp8"]] = []
-    tp: list[PositiveInt] = [1, 2, 4, 8]
-    batches: list[PositiveInt] | None = None
-    batch_min: PositiveInt = 1
-    batch_max: PositiveInt = 1024
-    target_utilization: float = Field(default=0.8, gt=0, lt=1)
+    quants: Names = ["bf16", "fp8"]
+    kv_dtypes: Annotated[list[KvDtypeName], NoRepeats] = []
+    tp: Annotated[list[TpDegree], NoRepeats, ListCap] = [1, 2, 4, 8]
+    batches: Annotated[list[BatchSize], NoRepeats, ListCap] | None = None
+    batch_min: BatchSize = 1
+    batch_max: BatchSize = 1024
+    target_utilization: Utilization = 0.8
 
     @model_validator(mode="after")
     def _range(self) -> Search:
@@ -168,27 +196,31 @@ class Search(Strict):
 class Constraints(Strict):
     """Fleet-level limits."""
 
-    max_monthly_budget_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    min_replicas: int = Field(default=1, ge=0)
-    max_gpus: int | None = Field(default=None, gt=0)
+    max_monthly_budget_usd: UsdPerMonth | None = None
+    min_replicas: Annotated[int, whole(0, limits.MAX_REPLICAS, unit="replicas")] = 1
+    max_gpus: Annotated[int, whole(0, limits.MAX_GPU_COUNT, unit="GPUs", low_open=True)] | None = (
+        None
+    )
 
 
 class Solver(Strict):
     """How every MIP and LP of the plan is solved (planner.fleet.solver.SolverOptions)."""
 
     backend: Literal["cbc", "highs"] = "highs"
-    time_limit_s: float = Field(default=5.0, gt=0, le=3600, allow_inf_nan=False)
-    relative_gap: float = Field(default=1e-4, ge=0, lt=1, allow_inf_nan=False)
-    threads: int = Field(default=1, ge=1, le=256)
+    time_limit_s: Annotated[float, between(0, limits.MAX_TIME_LIMIT_S, unit="s", low_open=True)] = (
+        5.0
+    )
+    relative_gap: Annotated[float, between(0, 1, high_open=True)] = 1e-4
+    threads: Annotated[int, whole(0, 256, low_open=True)] = 1
 
 
 class Scenario(Strict):
     """A whole planning question."""
 
     name: str | None = Field(default=None, max_length=80)
-    description: str | None = None
-    model: str = Field(min_length=1)
-    engine: str = "vllm"
+    description: str | None = Field(default=None, max_length=100_000)
+    model: str = Field(min_length=1, max_length=4096)
+    engine: Name = "vllm"
     workload: Workload
     sla: Sla = Sla()
     hardware: Hardware = Hardware()
@@ -197,3 +229,19 @@ class Scenario(Strict):
     solver: Solver = Solver()
     finance: Finance | None = None
     energy: Energy = Energy()  # energy and carbon per token (optional)
+
+    @model_validator(mode="after")
+    def _growth_within_limits(self) -> Scenario:
+        fin = self.finance
+        if fin is None or fin.growth_per_month <= 0:
+            return self
+        factor = (1.0 + fin.growth_per_month) ** (fin.horizon_months - 1)
+        peak = self.workload.peak_requests_per_second() * factor
+        if peak > limits.MAX_REQUESTS_PER_S:
+            raise ValueError(
+                f"finance.growth_per_month: {fin.growth_per_month:g} over "
+                f"{fin.horizon_months} months takes the peak to {peak:.3g} requests/s, more "
+                f"than the {limits.MAX_REQUESTS_PER_S:g} a scenario may plan for; lower the "
+                "growth or the horizon"
+            )
+        return self

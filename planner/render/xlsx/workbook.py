@@ -32,7 +32,7 @@ from planner.render.xlsx.names import (
 )
 from planner.render.xlsx.printing import print_setup
 from planner.render.xlsx.summary import write_summary
-from planner.writing import file_mode
+from planner.writing import clean_stale_temps, file_mode
 
 
 def write_workbook(
@@ -51,6 +51,7 @@ def write_workbook(
     target = Path(path)
     folder = target.parent
     _check_target(target, folder)
+    clean_stale_temps(folder)  # left by a run killed mid-write
     mode = file_mode(target)  # keeps an existing file's mode; new: 0666 less the umask
     try:
         # closed by the `with handle:` below; kept on disk for os.replace
