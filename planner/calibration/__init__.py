@@ -32,6 +32,7 @@ The modules, each importing only the ones above it:
 * `measurements`: the CSV format, mapping published names to catalog ids (and the
   assumptions made doing so), `load_measurements`, `usable`, `read_csv_measurements`.
 * `vllm_results`: vLLM benchmark JSON as measurement rows.
+* `aic`: the AIConfigurator silicon sample (`aic_silicon_public.csv`) as closed-loop rows.
 * `prediction`: `Design`, `build_design`, `predict` and the batched / serving-wave timings.
 * `scoring`: `long_errors`, `error_table`, `overall_errors`.
 * `fit`: Levenberg-Marquardt, `fit_profile`, `identifiable`, `support`.
@@ -47,6 +48,12 @@ Every public name of these modules is importable from `planner.calibration` itse
 
 from __future__ import annotations
 
+from planner.calibration.aic import (
+    AIC_CSV,
+    aic_source_key,
+    load_aic_measurements,
+    load_all_measurements,
+)
 from planner.calibration.commands import (
     Calibration,
     calibrate,
@@ -123,6 +130,11 @@ from planner.calibration.vllm_results import (
 )
 
 __all__ = [
+    # aic
+    "AIC_CSV",
+    "aic_source_key",
+    "load_aic_measurements",
+    "load_all_measurements",
     # measurements
     "DATA_DIR",
     "DEFAULT_CSV",
