@@ -11,7 +11,7 @@ Four steps, each a function:
   metric at the same operating point (see `predict` for which output is compared with what).
 * `error_table(pred)`: median and 90th-percentile absolute % error per metric, GPU and source.
 * `fit_profile(measurements, catalog, base_profile, engine_filter)`: bounded least squares on
-  the log error (own Levenberg-Marquardt over numpy, no scipy), with the uncertainty of every
+  the log error (scipy.optimize.least_squares), with the uncertainty of every
   constant from the Jacobian of the log residuals.
 
 Your own measurements (`planner validate`, `planner calibrate`):
@@ -69,7 +69,7 @@ from planner.calibration.fit import (
     FIT_PARAMS,
     fit_profile,
     identifiable,
-    levenberg_marquardt,
+    least_squares_fit,
     support,
 )
 from planner.calibration.inputs import input_kind, read_measurements, resolve_identity
@@ -181,7 +181,7 @@ __all__ = [
     "FIT_PARAMS",
     "BOUNDS",
     "FAMILY_PRIOR_SCALE",
-    "levenberg_marquardt",
+    "least_squares_fit",
     "fit_profile",
     "identifiable",
     "support",

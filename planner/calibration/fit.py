@@ -1,8 +1,9 @@
 """Fitting efficiency constants: bounded least squares on the log error.
 
-`fit_profile(measurements, catalog, base_profile, engine_filter)` runs its own
-Levenberg-Marquardt over numpy (no scipy), with the uncertainty of every constant from the
-Jacobian of the log residuals; `identifiable` and `support` say what the rows can see.
+`fit_profile(measurements, catalog, base_profile, engine_filter)` runs
+scipy.optimize.least_squares (the only user of scipy in planner), with the uncertainty of
+every constant from the Jacobian of the log residuals; `identifiable` and `support` say
+what the rows can see.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import optimize
 
 from planner.calibration.measurements import MEASURED, METRICS, PREDICTED, SERVER_ENGINES
 from planner.calibration.prediction import Design, build_design
@@ -59,48 +61,20 @@ def _from_z(name: str, z: float) -> float:
     return lo + (hi - lo) / (1.0 + math.exp(-min(max(z, -30.0), 30.0)))
 
 
-def levenberg_marquardt(
-    fun: Callable[[np.ndarray], np.ndarray],
-    x0: np.ndarray,
-    max_iter: int = 100,
-    rtol: float = 1e-9,
-    step: float = 1e-5,
+def least_squares_fit(
+    fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, max_nfev: int = 200
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Minimise ||fun(x)||^2 from x0 (forward-difference Jacobian, Marquardt scaling).
-    Returns (x, residuals at x, evaluations)."""
-    x = np.asarray(x0, dtype=float).copy()
-    r = fun(x)
-    cost, lam, n_eval = float(r @ r), 1e-3, 1
-    for _ in range(max_iter):
-        jac = _jacobian(fun, x, r, step)
-        n_eval += len(x)
-        grad, hess = jac.T @ r, jac.T @ jac
-        improved = False
-        while lam < 1e12:
-            damp = lam * (np.diag(hess) + 1e-9)
-            delta = np.linalg.solve(hess + np.diag(damp), -grad)
-            r_new = fun(x + delta)
-            n_eval += 1
-            c_new = float(r_new @ r_new)
-            if c_new < cost:
-                done = cost - c_new <= rtol * max(cost, 1e-300)
-                x, r, cost, lam, improved = x + delta, r_new, c_new, max(lam / 5, 1e-9), True
-                break
-            lam *= 5
-        if not improved or done:
-            break
-    return x, r, n_eval
+    """Minimise ||fun(x)||^2 from x0 with scipy.optimize.least_squares (trust region
+    reflective, 2-point Jacobian, Jacobian scaling). Returns (x, residuals at x, evaluations).
 
-
-def _jacobian(
-    fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, r: np.ndarray, step: float
-) -> np.ndarray:
-    jac = np.empty((len(r), len(x)))
-    for j in range(len(x)):
-        xp = x.copy()
-        xp[j] += step
-        jac[:, j] = (fun(xp) - r) / step
-    return jac
+    scipy replaced the hand-written Levenberg-Marquardt of the 58-row fit: on the 1,000-row
+    set it reaches the same or a lower cost in fewer model evaluations (its step control
+    and scaling are better tested than ours)."""
+    res = optimize.least_squares(
+        fun, np.asarray(x0, dtype=float), jac="2-point", x_scale="jac", max_nfev=max_nfev,
+        ftol=1e-8, xtol=1e-8, gtol=1e-8, diff_step=1e-4,
+    )  # fmt: skip
+    return res.x, res.fun, int(res.nfev)
 
 
 @dataclass
@@ -214,7 +188,7 @@ def _starts(names: Sequence[str], base: Efficiency, n_starts: int) -> list[np.nd
 def _solve(problem: _Problem, n_starts: int) -> tuple[np.ndarray, np.ndarray]:
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     for z0 in _starts(problem.names, problem.base, n_starts):
-        z, r, _ = levenberg_marquardt(problem.residuals, z0)
+        z, r, _ = least_squares_fit(problem.residuals, z0)
         cost = float(r @ r)
         if best is None or cost < best[0] - 1e-12:
             best = (cost, z, r)
