@@ -61,18 +61,26 @@ def _from_z(name: str, z: float) -> float:
     return lo + (hi - lo) / (1.0 + math.exp(-min(max(z, -30.0), 30.0)))
 
 
+# Robust loss on the log errors: soft_l1 grows like |r| beyond LOSS_SCALE (0.25 = 28%), so a
+# few rows the model cannot represent (aic SGLang TTFTs of 7-29 s where the engine queued
+# for KV memory the model thinks it has) do not drag every constant. Plain least squares
+# ("linear") on the aic set fitted SGLang to a median TPOT error of 24% against 16% unfitted.
+LOSS = "soft_l1"
+LOSS_SCALE = 0.25
+
+
 def least_squares_fit(
     fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, max_nfev: int = 200
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Minimise ||fun(x)||^2 from x0 with scipy.optimize.least_squares (trust region
     reflective, 2-point Jacobian, Jacobian scaling). Returns (x, residuals at x, evaluations).
 
-    scipy replaced the hand-written Levenberg-Marquardt of the 58-row fit: on the 1,000-row
-    set it reaches the same or a lower cost in fewer model evaluations (its step control
-    and scaling are better tested than ours)."""
+    scipy replaced the hand-written Levenberg-Marquardt of the 58-row fit: it offers a
+    robust loss (LOSS) for the 1,000-row set's outliers, and its step control and scaling
+    are better tested than ours."""
     res = optimize.least_squares(
         fun, np.asarray(x0, dtype=float), jac="2-point", x_scale="jac", max_nfev=max_nfev,
-        ftol=1e-8, xtol=1e-8, gtol=1e-8, diff_step=1e-4,
+        ftol=1e-8, xtol=1e-8, gtol=1e-8, diff_step=1e-4, loss=LOSS, f_scale=LOSS_SCALE,
     )  # fmt: skip
     return res.x, res.fun, int(res.nfev)
 

@@ -108,9 +108,9 @@ _SERVING_COLUMNS = (
 def _evaluate_core(model: Model, grid: pd.DataFrame) -> dict[str, np.ndarray]:
     """Memory, decode step, prefill and serving rate of `evaluate`, without queueing (whose
     Erlang recursion costs one numpy step per sequence slot: slow at batch 5000)."""
-    full = ev.evaluate(model, grid, statistic="none")
+    full = ev.evaluate_arrays(model, grid, statistic="none")
     keys = (*_CORE_COLUMNS, *_SERVING_COLUMNS)
-    return {k: full[k].to_numpy() for k in keys}
+    return {k: np.asarray(full[k]) for k in keys}
 
 
 EFF_FIELDS: tuple[str, ...] = tuple(Efficiency.model_fields)
