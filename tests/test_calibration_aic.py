@@ -74,3 +74,29 @@ def test_wave_closed_loop_at_concurrency_one_is_the_prefill(catalog, aic):
     assert len(pred) > 0
     assert np.allclose(pred["pred_ttft"], pred["prefill_ms"], rtol=1e-6)
     assert np.allclose(pred["pred_tpot"], pred["tpot_step_ms"], rtol=1e-6)
+
+
+def test_round_trip_on_closed_loop_rows(catalog, aic):
+    """Constants used to generate synthetic closed-loop rows are fitted back (a sample of
+    the aic vLLM rows with TP > 1, so every constant is seen)."""
+    used = cal.usable(aic)
+    rows = used[(used["engine"] == "vllm")].sample(40, random_state=0)
+    base = cal.RECIPES["vllm"].base_profile()
+    truth = base.default.model_copy(
+        update={
+            "eta_mem": 0.72,
+            "eta_compute_decode": 0.45,
+            "eta_compute_prefill": 0.62,
+            "allreduce_latency_us": 22.0,
+            "step_overhead_ms": 1.8,
+            "prefill_overhead_ms": 4.0,
+        }
+    )
+    pred = cal.predict(rows, catalog, base.model_copy(update={"default": truth}))
+    synthetic = rows.loc[pred.index].copy()
+    for metric in ("tpot", "ttft", "throughput"):
+        synthetic[cal.MEASURED[metric]] = pred[cal.PREDICTED[metric]]
+    fitted, report = cal.fit_profile(synthetic, catalog, base, "vllm", n_starts=1)
+    assert report["default"]["rms_log_after"] < 1e-3
+    for name in ("eta_mem", "eta_compute_prefill", "step_overhead_ms", "prefill_overhead_ms"):
+        assert getattr(fitted.default, name) == pytest.approx(getattr(truth, name), rel=0.05)

@@ -183,9 +183,10 @@ def fit_recipe(
     recipe: Recipe,
     row_filter: Callable[[pd.DataFrame], pd.Series] | None = None,
     n_starts: int = 3,
+    start: EngineProfile | None = None,
 ) -> tuple[EngineProfile, dict]:
-    """Fit one recipe (default + family overrides) from BASE_EFFICIENCY; a recipe with a
-    prior first fits the prior recipe on the same rows filter."""
+    """Fit one recipe (default + family overrides) from BASE_EFFICIENCY (or warm from
+    `start`); a recipe with a prior first fits the prior recipe on the same rows filter."""
     prior, weight = None, 1.0
     if recipe.prior is not None:
         prior, _ = fit_recipe(measurements, catalog, RECIPES[recipe.prior], row_filter, n_starts)
@@ -204,6 +205,7 @@ def fit_recipe(
         prior_profile=prior,
         prior_weight=weight,
         family_params=recipe.family_params,
+        start=start,
     )
 
 
@@ -213,10 +215,12 @@ def cross_validate(
     recipe: Recipe,
     group_col: str = "source_key",
     n_starts: int = 3,
+    start: EngineProfile | None = None,
 ) -> pd.DataFrame:
     """Leave one group out (a source by default): fit the recipe on the other groups,
     predict the held-out group's rows. Returns the held-out predictions of every group,
-    with `held_out` naming the group and `fit_note` the constants the fit could not see."""
+    with `held_out` naming the group and `fit_note` the constants the fit could not see.
+    `start` warm-starts every fold's fit (the optimiser's starting point only)."""
     rows = usable(measurements)
     rows = rows[rows["engine"].isin(recipe.engines)]
     parts = []
@@ -226,7 +230,7 @@ def cross_validate(
             return r[group_col] != g
 
         profile, report = fit_recipe(
-            measurements, catalog, recipe, row_filter=others, n_starts=n_starts
+            measurements, catalog, recipe, row_filter=others, n_starts=n_starts, start=start
         )
         held = measurements[
             measurements["row_id"].isin(rows.loc[rows[group_col] == group, "row_id"])
