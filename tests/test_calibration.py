@@ -267,7 +267,7 @@ def test_serving_wave_by_hand(catalog):
     profile = catalog.engine("vllm")
     pred = cal.predict(rows, catalog, profile)
     model, grid, _ = cal.build_design(rows, catalog, profile).groups[0]
-    cal._set_eff(grid, profile.default)
+    cal._set_eff(grid, profile.for_family("hopper"))  # the H100 rows use the hopper override
     core = cal._evaluate_core(model, grid)
     whole = cal.batch_prefill_ms(model, grid)
     step = core["tpot_step_ms"]
