@@ -45,10 +45,10 @@ HEADER = (
 )
 ENGINES = ("vllm", "sglang", "trtllm", "llamacpp")
 SERVER_RECIPES = ("vllm", "sglang", "trtllm")
-FOLDS = {  # evaluation label -> the measurement column whose groups are left out
-    "leave-one-source-out": "source_key",
-    "leave-one-model-out": "model_id",
+FOLDS = {  # evaluation label -> the measurement column whose groups are left out (cheapest first)
     "leave-one-GPU-family-out": "gpu_family",
+    "leave-one-model-out": "model_id",
+    "leave-one-source-out": "source_key",
 }
 METRICS = ("tpot", "ttft", "throughput")
 TARGETS = {"tpot": 10.0, "throughput": 12.0, "ttft": 25.0}
@@ -130,14 +130,16 @@ def _fold(args: tuple) -> tuple[str, str, pd.DataFrame]:
 
 def cross_validation(jobs: int, n_starts: int) -> dict[tuple[str, str], pd.DataFrame]:
     """(engine, evaluation) -> held-out predictions, every recipe and leave-out kind."""
-    tasks = [(e, lab, col, n_starts) for e in SERVER_RECIPES for lab, col in FOLDS.items()]
-    tasks.append(("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
-    if jobs > 1:
-        with ProcessPoolExecutor(jobs) as pool:
-            done = list(pool.map(_fold, tasks))
-    else:
-        done = [_fold(t) for t in tasks]
-    return {(e, lab): pred for e, lab, pred in done}
+    tasks = [(e, lab, col, n_starts) for lab, col in FOLDS.items() for e in SERVER_RECIPES]
+    tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
+    out = {}
+    with ProcessPoolExecutor(max(jobs, 1)) as pool:
+        for engine, label, pred in pool.map(_fold, tasks):
+            out[(engine, label)] = pred
+            errs = errors(pred)
+            cells = [f"{m} {pct(errs[m][1])} / {pct(errs[m][2])}" for m in METRICS if m in errs]
+            print(f"  done: {engine}, {label}: " + "; ".join(cells), flush=True)
+    return out
 
 
 def summary(results: dict[tuple[str, str], dict]) -> pd.DataFrame:
