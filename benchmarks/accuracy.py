@@ -1,18 +1,22 @@
-"""Accuracy of the performance model on the public measurements.
+"""Accuracy of the performance model on the public measurements, per engine, in and out of sample.
 
-Prints, for data/calibration/measured_public.csv (never /work/shared):
+Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_public.csv (never
+/work/shared) and prints:
 
-1. the shipped engine profiles (catalogs/engines/*.yaml): median and 90th-percentile absolute
-   % error of TPOT, TTFT, throughput and end-to-end latency, overall, per GPU, per source;
-2. the pure roofline (ideal=True: eta = 1, no overheads) on the same rows;
-3. cross-validation: each recipe refitted with one source left out (one GPU for llama.cpp,
-   whose rows come from one source) and scored on the rows left out;
-4. a Markdown summary to paste into the README.
+1. rows used and skipped (by reason) of each set;
+2. in-sample errors of the shipped profiles (catalogs/engines/*.yaml), each row with its
+   engine's profile: median and 90th-percentile absolute % error of TPOT, TTFT, throughput
+   (and end-to-end latency where measured), per engine; the pure roofline for comparison;
+3. out of sample, per engine recipe (vllm, sglang, trtllm): leave-one-source-out,
+   leave-one-model-out and leave-one-GPU-family-out (llama.cpp: leave-one-GPU-out, its rows
+   are one source and one family); each fold refits the recipe without the group and scores
+   the group's rows;
+4. the Markdown tables of the README's "Accuracy" section.
 
-    python benchmarks/accuracy.py           # score the shipped profiles
-    python benchmarks/accuracy.py --write   # refit and rewrite catalogs/engines/{vllm,
-                                            # trtllm,llamacpp}.yaml first, then score
-    python benchmarks/accuracy.py --quick   # one start per cross-validation fit (faster)
+    python benchmarks/accuracy.py              # score the shipped profiles, cross-validate
+    python benchmarks/accuracy.py --write      # refit, rewrite catalogs/engines/*.yaml first
+    python benchmarks/accuracy.py --no-cv      # in-sample only (seconds, not minutes)
+    python benchmarks/accuracy.py --jobs 2     # cross-validation folds in 2 processes
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ import argparse
 import datetime as dt
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,6 +43,15 @@ HEADER = (
     "'{id}'); do not edit by hand: change the recipe or the data and refit.\n"
     "Accuracy and cross-validation: `python benchmarks/accuracy.py`."
 )
+ENGINES = ("vllm", "sglang", "trtllm", "llamacpp")
+SERVER_RECIPES = ("vllm", "sglang", "trtllm")
+FOLDS = {  # evaluation label -> the measurement column whose groups are left out (cheapest first)
+    "leave-one-GPU-family-out": "gpu_family",
+    "leave-one-model-out": "model_id",
+    "leave-one-source-out": "source_key",
+}
+METRICS = ("tpot", "ttft", "throughput")
+TARGETS = {"tpot": 10.0, "throughput": 12.0, "ttft": 25.0}
 
 
 def md_table(frame: pd.DataFrame) -> str:
@@ -51,47 +64,41 @@ def md_table(frame: pd.DataFrame) -> str:
 
 
 def pct(x: float) -> str:
+    """A percentage cell, '-' when missing."""
     return "-" if pd.isna(x) else f"{x:.0f}%"
 
 
-def signed(x: float) -> str:
-    return "-" if pd.isna(x) else f"{x:+.0f}%"
+def load(catalog) -> pd.DataFrame:
+    """Both sets, with each row's GPU family (for the leave-one-family-out folds)."""
+    rows = cal.load_all_measurements(catalog)
+    fam = {g: catalog.gpu(g).family for g in rows["gpu_id"].dropna().unique()}
+    rows["gpu_family"] = rows["gpu_id"].map(fam)
+    return rows
 
 
-def overall(table: pd.DataFrame) -> pd.DataFrame:
-    """The by='all' rows of an error table, indexed by metric."""
-    return table[table["by"] == "all"].set_index("metric")
+def report_rows(rows: pd.DataFrame) -> None:
+    """Rows used and skipped, by reason, per set."""
+    for name, part in rows.groupby("dataset"):
+        used = cal.usable(part)
+        print(f"\n{name}: {len(part)} rows, {len(used)} used; by engine:")
+        print("  " + ", ".join(f"{e} {n}" for e, n in used["engine"].value_counts().items()))
+        skipped = part[part["skip_reason"] != ""]
+        print(f"  skipped {len(skipped)}, by reason:")
+        for reason, n in skipped["skip_reason"].value_counts().items():
+            print(f"    {n:4d}  {reason}")
 
 
-def show(title: str, table: pd.DataFrame, by: tuple[str, ...] = ("all", "gpu", "source")) -> None:
-    print(f"\n## {title}\n")
-    for kind in by:
-        part = table[table["by"] == kind].copy()
-        if part.empty:
-            continue
-        part = part.assign(
-            median=part["median_abs_pct"].map(pct),
-            p90=part["p90_abs_pct"].map(pct),
-            signed_median=part["median_signed_pct"].map(signed),
-        )[["group", "metric", "n", "median", "p90", "signed_median"]]
-        print(f"by {kind}:")
-        print(part.to_string(index=False))
-        print()
-
-
-def engine_profiles(catalog) -> dict:
-    """Each row's engine -> the shipped profile that describes it (vllm for the rest)."""
-    engines = catalog.engines
-    out = {"*": engines["vllm"]}
-    for key in ("trtllm", "llamacpp"):
-        if key in engines:
-            out[key] = engines[key]
+def profiles(catalog) -> dict:
+    """Each row's engine -> its shipped profile (vllm for engines without one)."""
+    out = {"*": catalog.engines["vllm"]}
+    out.update({k: catalog.engines[k] for k in ENGINES if k in catalog.engines})
     return out
 
 
-def refit_and_write(measurements: pd.DataFrame, catalog, today: str) -> None:
+def refit_and_write(rows: pd.DataFrame, catalog, today: str) -> None:
+    """Refit every recipe and rewrite catalogs/engines/<id>.yaml."""
     print("Refitting the shipped profiles ...")
-    fitted = cal.fit_shipped_profiles(measurements, catalog, today)
+    fitted = cal.fit_shipped_profiles(rows, catalog, today)
     for rid, (profile, report) in fitted.items():
         path = cal.write_profile(profile, ENGINE_DIR / f"{rid}.yaml", HEADER.format(id=rid))
         rep = report["default"]
@@ -101,152 +108,109 @@ def refit_and_write(measurements: pd.DataFrame, catalog, today: str) -> None:
         )
 
 
-def cross_validation(measurements, catalog, n_starts: int) -> dict[str, pd.DataFrame]:
-    """Held-out predictions per recipe: leave one source out (one GPU for llama.cpp)."""
+def errors(pred: pd.DataFrame) -> dict[str, tuple[int, float, float]]:
+    """metric -> (n, median abs %, p90 abs %)."""
+    table = cal.error_table(pred)
+    part = table[table["by"] == "all"].set_index("metric")
     return {
-        "vllm (server engines), leave one source out": cal.cross_validate(
-            measurements, catalog, cal.RECIPES["vllm"], "source_key", n_starts
-        ),
-        "trtllm, leave one source out": cal.cross_validate(
-            measurements, catalog, cal.RECIPES["trtllm"], "source_key", n_starts
-        ),
-        "llamacpp, leave one GPU out": cal.cross_validate(
-            measurements, catalog, cal.RECIPES["llamacpp"], "gpu_id", n_starts
-        ),
+        m: (int(r["n"]), float(r["median_abs_pct"]), float(r["p90_abs_pct"]))
+        for m, r in part.iterrows()
     }
 
 
-def summary_rows(label: str, table: pd.DataFrame) -> list[dict]:
-    rows = []
-    for metric, r in overall(table).iterrows():
-        rows.append(
-            {
-                "model": label,
-                "metric": metric,
-                "n": int(r["n"]),
-                "median abs err": pct(r["median_abs_pct"]),
-                "p90 abs err": pct(r["p90_abs_pct"]),
-                "median signed": signed(r["median_signed_pct"]),
-            }
-        )
-    return rows
+def _fold(args: tuple) -> tuple[str, str, pd.DataFrame]:
+    """One engine x leave-out kind: the held-out predictions (runs in a worker process)."""
+    engine, label, col, n_starts = args
+    catalog = load_catalog()
+    rows = load(catalog)
+    start = catalog.engines.get(engine)  # warm start: the shipped fit on all rows
+    pred = cal.cross_validate(rows, catalog, cal.RECIPES[engine], col, n_starts, start)
+    return engine, label, pred
+
+
+def cross_validation(jobs: int, n_starts: int) -> dict[tuple[str, str], pd.DataFrame]:
+    """(engine, evaluation) -> held-out predictions, every recipe and leave-out kind."""
+    tasks = [(e, lab, col, n_starts) for lab, col in FOLDS.items() for e in SERVER_RECIPES]
+    tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
+    out = {}
+    with ProcessPoolExecutor(max(jobs, 1)) as pool:
+        for engine, label, pred in pool.map(_fold, tasks):
+            out[(engine, label)] = pred
+            errs = errors(pred)
+            cells = [f"{m} {pct(errs[m][1])} / {pct(errs[m][2])}" for m in METRICS if m in errs]
+            print(f"  done: {engine}, {label}: " + "; ".join(cells), flush=True)
+    return out
+
+
+def summary(results: dict[tuple[str, str], dict]) -> pd.DataFrame:
+    """One row per engine x evaluation: n and median / p90 of each metric."""
+    out = []
+    for (engine, label), errs in results.items():
+        row = {"engine": engine, "evaluation": label}
+        for m in METRICS:
+            n, med, p90 = errs.get(m, (0, float("nan"), float("nan")))
+            row[m] = f"{pct(med)} / {pct(p90)} (n {n})" if n else "-"
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def targets_met(results: dict[tuple[str, str], dict]) -> list[str]:
+    """Out-of-sample medians against the issue's targets, one line per engine x fold."""
+    lines = []
+    for (engine, label), errs in results.items():
+        if label in ("in-sample", "pure roofline") or engine not in SERVER_RECIPES:
+            continue
+        cells = []
+        for m, target in TARGETS.items():
+            if m in errs:
+                med = errs[m][1]
+                cells.append(f"{m} {med:.0f}% {'met' if med <= target else 'NOT met'}")
+        lines.append(f"{engine}, {label}: " + "; ".join(cells))
+    return lines
+
+
+def in_sample(rows: pd.DataFrame, catalog) -> dict[tuple[str, str], dict]:
+    """In-sample errors of the shipped profiles and of the pure roofline, per engine."""
+    used = cal.usable(rows)
+    ours = cal.predict(used, catalog, profiles(catalog))
+    ideal = cal.predict(used, catalog, None, ideal=True)
+    out: dict[tuple[str, str], dict] = {}
+    for engine in ENGINES:
+        out[(engine, "pure roofline")] = errors(ideal[ideal["engine"] == engine])
+        out[(engine, "in-sample")] = errors(ours[ours["engine"] == engine])
+    other = ~ours["engine"].isin(ENGINES)
+    out[("other (vllm profile)", "in-sample")] = errors(ours[other])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Score, cross-validate, print the README tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="refit and rewrite the profiles")
-    parser.add_argument("--quick", action="store_true", help="one start per CV fit")
+    parser.add_argument("--no-cv", action="store_true", help="in-sample errors only")
+    parser.add_argument("--jobs", type=int, default=1, help="processes for the CV folds")
+    parser.add_argument("--starts", type=int, default=1, help="starts per CV fit")
     args = parser.parse_args(argv)
     start = time.time()
     pd.set_option("display.width", 160)
     catalog = load_catalog()
-    measurements = cal.load_measurements(cal.DEFAULT_CSV, catalog)
+    rows = load(catalog)
     if args.write:
-        refit_and_write(measurements, catalog, dt.date.today().isoformat())
+        refit_and_write(rows, catalog, dt.date.today().isoformat())
         catalog = load_catalog()
-
-    used = cal.usable(measurements)
-    print(f"# Performance-model accuracy on {cal.DEFAULT_CSV.relative_to(ROOT)}\n")
-    print(f"{len(measurements)} rows, {len(used)} usable; skipped:")
-    skipped = measurements[measurements["skip_reason"] != ""]
-    for reason, ids in skipped.groupby("skip_reason")["row_id"]:
-        print(f"  - {reason}: rows {', '.join(map(str, ids))}")
-    metric_skips = measurements[measurements["metric_skips"] != ""]
-    for reason, ids in metric_skips.groupby("metric_skips")["row_id"]:
-        print(f"  - (metric only) {reason}: rows {', '.join(map(str, ids))}")
-
-    profiles = engine_profiles(catalog)
-    server = used["engine"].isin(cal.SERVER_ENGINES)
-    ours_server = cal.predict(used[server], catalog, catalog.engines["vllm"])
-    ours_all = cal.predict(used, catalog, profiles)
-    ideal_all = cal.predict(used, catalog, None, ideal=True)
-    ideal_server = ideal_all[ideal_all["engine"].isin(cal.SERVER_ENGINES)]
-
-    for name in ("vllm", "trtllm", "llamacpp"):
-        if name in catalog.engines:
-            d = catalog.engines[name].default
-            print(
-                f"\n{name} default: eta_mem {d.eta_mem}, eta_compute_decode "
-                f"{d.eta_compute_decode}, eta_compute_prefill {d.eta_compute_prefill}, "
-                f"allreduce {d.allreduce_latency_us} us, step overhead {d.step_overhead_ms} "
-                f"ms, prefill overhead {d.prefill_overhead_ms} ms; families "
-                f"{sorted(catalog.engines[name].families) or '-'}"
-            )
-
-    t_ours_server = cal.error_table(ours_server)
-    t_ours_all = cal.error_table(ours_all)
-    t_ideal_server = cal.error_table(ideal_server)
-    t_ideal_all = cal.error_table(ideal_all)
-    show("Shipped vllm profile (the default) on the server-engine rows", t_ours_server)
-    show("Shipped profiles, each row with its engine's profile (all usable rows)", t_ours_all)
-    show(
-        "Pure roofline (ideal: eta = 1, no overheads), server-engine rows", t_ideal_server, ("all",)
-    )
-    show("Pure roofline, all usable rows", t_ideal_all, ("all", "source"))
-
-    thr = ours_server[ours_server["meas_throughput"].notna()]
-    ratio = thr["throughput_serving_model"] / thr["meas_throughput"] - 1.0
-    print("\n## Throughput through evaluate()'s serving rate (per-request prefill), vllm profile\n")
-    print(
-        f"n {len(ratio)}, median abs {pct(ratio.abs().median() * 100)}, p90 abs "
-        f"{pct(np.percentile(ratio.abs(), 90) * 100)}, median signed "
-        f"{signed(ratio.median() * 100)} (vs the batched-prefill prediction above)"
-    )
-
-    split = measurements[
-        measurements["skip_reason"].str.contains("layer", na=False) & measurements["gpu_id"].notna()
-    ]
-    if not split.empty and "llamacpp" in catalog.engines:
-        lay = cal.predict(split, catalog, catalog.engines["llamacpp"])
-        err = cal.long_errors(lay, include_skipped=True)
-        print(
-            "\nllama.cpp layer-split rows (not fitted; predicted as one sequential device): "
-            + ", ".join(
-                f"{m} median abs {pct(g['abs_pct'].median())} (n {len(g)})"
-                for m, g in err.groupby("metric")
-            )
-        )
-
-    cv = cross_validation(measurements, catalog, 1 if args.quick else 3)
-    cv_tables = {k: cal.error_table(v) for k, v in cv.items()}
-    for title, table in cv_tables.items():
-        show(
-            f"Cross-validation: {title}",
-            table,
-            ("all", "source") if "source" in title else ("all", "gpu"),
-        )
-
-    print("\n## Markdown summary (for the README)\n")
-    rows = (
-        summary_rows("pure roofline (server rows)", t_ideal_server)
-        + summary_rows("shipped vllm profile (server rows)", t_ours_server)
-        + summary_rows("vllm recipe, leave-one-source-out", cv_tables[next(iter(cv_tables))])
-        + summary_rows(
-            "pure roofline (llama.cpp rows)",
-            cal.error_table(ideal_all[ideal_all["engine"] == "llamacpp"]),
-        )
-        + summary_rows(
-            "shipped llamacpp profile", cal.error_table(ours_all[ours_all["engine"] == "llamacpp"])
-        )
-        + summary_rows(
-            "llamacpp recipe, leave-one-GPU-out", cv_tables["llamacpp, leave one GPU out"]
-        )
-    )
-    print(md_table(pd.DataFrame(rows)))
-    print(
-        "\nSigned error = predicted/measured - 1: negative latency or positive throughput "
-        "means the model is optimistic."
-    )
-    opt_ideal = overall(t_ideal_server)["median_optimism_pct"]
-    opt_ours = overall(t_ours_server)["median_optimism_pct"]
-    print(
-        "\nMedian optimism (how much faster than measured the model predicts; server rows): "
-        + "; ".join(
-            f"{m}: pure roofline {signed(opt_ideal.get(m))}, ours {signed(opt_ours.get(m))}"
-            for m in opt_ideal.index
-        )
-    )
-    print(f"\n(ran in {time.time() - start:.1f} s)")
+    print("# Performance-model accuracy on data/calibration/{measured_public,aic_silicon_public}")
+    report_rows(rows)
+    results = in_sample(rows, catalog)
+    if not args.no_cv:
+        for (engine, label), pred in cross_validation(args.jobs, args.starts).items():
+            results[(engine, label)] = errors(pred)
+    table = summary(results).sort_values(["engine", "evaluation"], kind="stable")
+    print("\n## Median / p90 absolute error per engine (TPOT, TTFT, throughput)\n")
+    print(md_table(table))
+    print("\nTargets out of sample (median): TPOT <= 10%, throughput <= 12%, TTFT <= 25%")
+    for line in targets_met(results):
+        print("  " + line)
+    print(f"\n(ran in {time.time() - start:.0f} s)")
     return 0
 
 

@@ -80,7 +80,10 @@ def catalog():
 def synthetic(tmp_path_factory, catalog) -> list[Path]:
     """vLLM result files whose metrics the model produced from TRUTH, one per concurrency."""
     base = catalog.engine("vllm")
-    truth = base.model_copy(update={"default": base.default.model_copy(update=TRUTH)})
+    # no family overrides: the shipped vllm profile's hopper override would generate the rows
+    truth = base.model_copy(
+        update={"default": base.default.model_copy(update=TRUTH), "families": {}}
+    )
     ids = cal.resolve_identity(cal.Identity("llama-3.1-8b", "h100-sxm", 1, "bf16"), catalog)
     points = [(c, i, o) for (i, o), concs in SWEEP.items() for c in concs]
     stubs = [vllm_result(c, i, o, 1.0, 1.0, 1.0) for c, i, o in points]

@@ -267,7 +267,7 @@ def test_serving_wave_by_hand(catalog):
     profile = catalog.engine("vllm")
     pred = cal.predict(rows, catalog, profile)
     model, grid, _ = cal.build_design(rows, catalog, profile).groups[0]
-    cal._set_eff(grid, profile.default)
+    cal._set_eff(grid, profile.for_family("hopper"))  # the H100 rows use the hopper override
     core = cal._evaluate_core(model, grid)
     whole = cal.batch_prefill_ms(model, grid)
     step = core["tpot_step_ms"]
@@ -308,14 +308,11 @@ def test_identifiable_counts_values_and_constants(catalog):
     assert {"eta_mem", "step_overhead_ms", "prefill_overhead_ms"} <= set(seen["identified"])
 
 
-def test_sglang_profile_is_the_vllm_fit_and_says_so(catalog):
-    sglang, vllm = catalog.engine("sglang"), catalog.engine("vllm")
-    from planner.calibration.fit import FIT_PARAMS
-
-    fitted = {k: getattr(sglang.default, k) for k in FIT_PARAMS}
-    assert fitted == {k: getattr(vllm.default, k) for k in FIT_PARAMS}
-    assert sglang.families == vllm.families
+def test_sglang_profile_is_fitted_on_sglang_rows_and_says_so(catalog):
+    """Since the aic set (issue #10) SGLang has its own rows and its own fit."""
+    sglang = catalog.engine("sglang")
+    assert "aic_silicon_public.csv" in sglang.source
+    assert "engines sglang " in sglang.source and "aic-sglang" in sglang.source
     # the memory budget is SGLang's own (mem_fraction_static: weights + KV, of total)
-    assert not sglang.default.activations_in_budget and vllm.default.activations_in_budget
-    assert "No public SGLang measurements" in sglang.source
-    assert vllm.as_of in sglang.source and "planner calibrate" in sglang.source
+    assert not sglang.default.activations_in_budget
+    assert catalog.engine("vllm").default.activations_in_budget

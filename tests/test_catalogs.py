@@ -277,10 +277,13 @@ def test_catalog_is_frozen_and_picklable(tmp_path: Path) -> None:
         cat.gpus = {}  # type: ignore[misc]
 
 
-def test_sglang_placeholder_follows_the_vllm_fit(catalog):
-    """No SGLang fit yet: its fitted constants must be the vllm fit's, not a stale copy; its
-    memory budget is SGLang's own (mem_fraction_static of total for weights + KV)."""
+def test_sglang_has_its_own_fit(catalog):
+    """Since the aic set (issue #10) SGLang is fitted on SGLang rows, no longer a copy of the
+    vllm fit; its memory budget is SGLang's own (mem_fraction_static of total)."""
     from planner.calibration.fit import FIT_PARAMS
 
-    sglang, vllm = catalog.engines["sglang"].default, catalog.engines["vllm"].default
-    assert {k: getattr(sglang, k) for k in FIT_PARAMS} == {k: getattr(vllm, k) for k in FIT_PARAMS}
+    sglang, vllm = catalog.engines["sglang"], catalog.engines["vllm"]
+    assert "engines sglang " in sglang.source and "aic_silicon_public.csv" in sglang.source
+    fitted = {k: getattr(sglang.default, k) for k in FIT_PARAMS}
+    assert fitted != {k: getattr(vllm.default, k) for k in FIT_PARAMS}
+    assert not sglang.default.activations_in_budget

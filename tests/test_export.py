@@ -530,8 +530,12 @@ def test_frontier_chart_plots_sla_feasible_candidates(plan, written):
     assert [t for t, _, _ in refs] == [*gpus, "frontier"]
     for gpu, x, y in refs[:-1]:  # each GPU's series covers exactly its rows
         rows = [first + i for i, p in enumerate(points) if p[1] == gpu]
-        assert x == f"'Charts'!$F${rows[0]}:$F${rows[-1]}"
-        assert y == f"'Charts'!$G${rows[0]}:$G${rows[-1]}"
+
+        def span(col: str, rows: list[int] = rows) -> str:
+            """openpyxl writes a one-row series as one cell."""
+            return f"'Charts'!${col}${rows[0]}" + (f":${col}${rows[-1]}" if len(rows) > 1 else "")
+
+        assert x == span("F") and y == span("G")
         assert rows == list(range(rows[0], rows[-1] + 1))
 
 

@@ -11,7 +11,7 @@ Four steps, each a function:
   metric at the same operating point (see `predict` for which output is compared with what).
 * `error_table(pred)`: median and 90th-percentile absolute % error per metric, GPU and source.
 * `fit_profile(measurements, catalog, base_profile, engine_filter)`: bounded least squares on
-  the log error (own Levenberg-Marquardt over numpy, no scipy), with the uncertainty of every
+  the log error (scipy.optimize.least_squares), with the uncertainty of every
   constant from the Jacobian of the log residuals.
 
 Your own measurements (`planner validate`, `planner calibrate`):
@@ -32,6 +32,7 @@ The modules, each importing only the ones above it:
 * `measurements`: the CSV format, mapping published names to catalog ids (and the
   assumptions made doing so), `load_measurements`, `usable`, `read_csv_measurements`.
 * `vllm_results`: vLLM benchmark JSON as measurement rows.
+* `aic`: the AIConfigurator silicon sample (`aic_silicon_public.csv`) as closed-loop rows.
 * `prediction`: `Design`, `build_design`, `predict` and the batched / serving-wave timings.
 * `scoring`: `long_errors`, `error_table`, `overall_errors`.
 * `fit`: Levenberg-Marquardt, `fit_profile`, `identifiable`, `support`.
@@ -47,6 +48,12 @@ Every public name of these modules is importable from `planner.calibration` itse
 
 from __future__ import annotations
 
+from planner.calibration.aic import (
+    AIC_CSV,
+    aic_source_key,
+    load_aic_measurements,
+    load_all_measurements,
+)
 from planner.calibration.commands import (
     Calibration,
     calibrate,
@@ -62,7 +69,7 @@ from planner.calibration.fit import (
     FIT_PARAMS,
     fit_profile,
     identifiable,
-    levenberg_marquardt,
+    least_squares_fit,
     support,
 )
 from planner.calibration.inputs import input_kind, read_measurements, resolve_identity
@@ -123,6 +130,11 @@ from planner.calibration.vllm_results import (
 )
 
 __all__ = [
+    # aic
+    "AIC_CSV",
+    "aic_source_key",
+    "load_aic_measurements",
+    "load_all_measurements",
     # measurements
     "DATA_DIR",
     "DEFAULT_CSV",
@@ -169,7 +181,7 @@ __all__ = [
     "FIT_PARAMS",
     "BOUNDS",
     "FAMILY_PRIOR_SCALE",
-    "levenberg_marquardt",
+    "least_squares_fit",
     "fit_profile",
     "identifiable",
     "support",

@@ -148,6 +148,7 @@ class Calibration:
     before: pd.DataFrame  # error_table of the base profile on the fitted rows
     after: pd.DataFrame  # error_table of the fitted profile on the same rows
     inputs: tuple[str, ...]
+    start: EngineProfile | None = None  # the base constants of the rows' GPU family
 
 
 def _check_params(params: Sequence[str]) -> tuple[str, ...]:
@@ -227,7 +228,7 @@ def calibrate(
     before = error_table(predict(rows, catalog, base))
     after = error_table(predict(rows, catalog, fitted))
     seen_by = support(rows, catalog, fitted, params)
-    result = Calibration(fitted, base, report, params, seen_by, before, after, tuple(inputs))
+    result = Calibration(fitted, base, report, params, seen_by, before, after, tuple(inputs), start)
     source, notes = describe_user_fit(result, rows, as_of)
     result.profile = fitted.model_copy(
         update={
@@ -314,7 +315,7 @@ def calibration_dict(result: Calibration, output: str | None = None) -> dict:
     constants = {}
     for name in result.params:
         constants[name] = {
-            "base": getattr(result.base.default, name),
+            "base": getattr((result.start or result.base).default, name),
             "value": getattr(result.profile.default, name),
             "sigma": rep.get("sd", {}).get(name),
             "at_bound": name in rep.get("at_bound", []),

@@ -1,8 +1,9 @@
 """Fitting efficiency constants: bounded least squares on the log error.
 
-`fit_profile(measurements, catalog, base_profile, engine_filter)` runs its own
-Levenberg-Marquardt over numpy (no scipy), with the uncertainty of every constant from the
-Jacobian of the log residuals; `identifiable` and `support` say what the rows can see.
+`fit_profile(measurements, catalog, base_profile, engine_filter)` runs
+scipy.optimize.least_squares (the only user of scipy in planner), with the uncertainty of
+every constant from the Jacobian of the log residuals; `identifiable` and `support` say
+what the rows can see.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import optimize
 
 from planner.calibration.measurements import MEASURED, METRICS, PREDICTED, SERVER_ENGINES
 from planner.calibration.prediction import Design, build_design
@@ -59,48 +61,37 @@ def _from_z(name: str, z: float) -> float:
     return lo + (hi - lo) / (1.0 + math.exp(-min(max(z, -30.0), 30.0)))
 
 
-def levenberg_marquardt(
-    fun: Callable[[np.ndarray], np.ndarray],
-    x0: np.ndarray,
-    max_iter: int = 100,
-    rtol: float = 1e-9,
-    step: float = 1e-5,
+# Robust loss on the log errors: soft_l1 grows like |r| beyond LOSS_SCALE (0.25 = 28%), so a
+# few rows the model cannot represent (aic SGLang TTFTs of 7-29 s where the engine queued
+# for KV memory the model thinks it has) do not drag every constant. Plain least squares
+# ("linear") on the aic set fitted SGLang to a median TPOT error of 24% against 16% unfitted.
+LOSS = "soft_l1"
+LOSS_SCALE = 0.25
+
+
+# Closed-loop TTFTs (the aic rows) are scored, not fitted: measured they are nearly flat in
+# the concurrency (Llama-3.1-8B on one H100, TensorRT-LLM, 1024 in: 191/144/128/177 ms at
+# C = 8/16/32/64), which neither timing of CLOSED_LOOP_TIMING reproduces (waves grow
+# linearly in C, the steady state stays at one prefill). Fitted anyway, they drive vLLM's
+# eta_compute_prefill to its bound 1.0 and the prefill overhead to 0 (an unphysical prefill
+# that plans would inherit) and raise the throughput error from 11% to 16% in-sample.
+FIT_CLOSED_LOOP_TTFT = False
+
+
+def least_squares_fit(
+    fun: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, max_nfev: int = 200
 ) -> tuple[np.ndarray, np.ndarray, int]:
-    """Minimise ||fun(x)||^2 from x0 (forward-difference Jacobian, Marquardt scaling).
-    Returns (x, residuals at x, evaluations)."""
-    x = np.asarray(x0, dtype=float).copy()
-    r = fun(x)
-    cost, lam, n_eval = float(r @ r), 1e-3, 1
-    for _ in range(max_iter):
-        jac = _jacobian(fun, x, r, step)
-        n_eval += len(x)
-        grad, hess = jac.T @ r, jac.T @ jac
-        improved = False
-        while lam < 1e12:
-            damp = lam * (np.diag(hess) + 1e-9)
-            delta = np.linalg.solve(hess + np.diag(damp), -grad)
-            r_new = fun(x + delta)
-            n_eval += 1
-            c_new = float(r_new @ r_new)
-            if c_new < cost:
-                done = cost - c_new <= rtol * max(cost, 1e-300)
-                x, r, cost, lam, improved = x + delta, r_new, c_new, max(lam / 5, 1e-9), True
-                break
-            lam *= 5
-        if not improved or done:
-            break
-    return x, r, n_eval
+    """Minimise ||fun(x)||^2 from x0 with scipy.optimize.least_squares (trust region
+    reflective, 2-point Jacobian, Jacobian scaling). Returns (x, residuals at x, evaluations).
 
-
-def _jacobian(
-    fun: Callable[[np.ndarray], np.ndarray], x: np.ndarray, r: np.ndarray, step: float
-) -> np.ndarray:
-    jac = np.empty((len(r), len(x)))
-    for j in range(len(x)):
-        xp = x.copy()
-        xp[j] += step
-        jac[:, j] = (fun(xp) - r) / step
-    return jac
+    scipy replaced the hand-written Levenberg-Marquardt of the 58-row fit: it offers a
+    robust loss (LOSS) for the 1,000-row set's outliers, and its step control and scaling
+    are better tested than ours."""
+    res = optimize.least_squares(
+        fun, np.asarray(x0, dtype=float), jac="2-point", x_scale="jac", max_nfev=max_nfev,
+        ftol=1e-8, xtol=1e-8, gtol=1e-8, diff_step=1e-4, loss=LOSS, f_scale=LOSS_SCALE,
+    )  # fmt: skip
+    return res.x, res.fun, int(res.nfev)
 
 
 @dataclass
@@ -150,9 +141,13 @@ def _targets(
     rows = design.rows
     counts = rows["source_key"].value_counts()
     out = []
+    closed = rows["scenario_kind"].to_numpy() == "closed_loop"
     for m in METRICS:
         meas = rows[MEASURED[m]].to_numpy(dtype=float)
-        pos = np.flatnonzero(np.isfinite(meas) & (meas > 0))
+        seen = np.isfinite(meas) & (meas > 0)
+        if m == "ttft" and not FIT_CLOSED_LOOP_TTFT:
+            seen &= ~closed
+        pos = np.flatnonzero(seen)
         if len(pos) == 0:
             continue
         if weighting == "sqrt_source":
@@ -214,7 +209,7 @@ def _starts(names: Sequence[str], base: Efficiency, n_starts: int) -> list[np.nd
 def _solve(problem: _Problem, n_starts: int) -> tuple[np.ndarray, np.ndarray]:
     best: tuple[float, np.ndarray, np.ndarray] | None = None
     for z0 in _starts(problem.names, problem.base, n_starts):
-        z, r, _ = levenberg_marquardt(problem.residuals, z0)
+        z, r, _ = least_squares_fit(problem.residuals, z0)
         cost = float(r @ r)
         if best is None or cost < best[0] - 1e-12:
             best = (cost, z, r)
@@ -247,7 +242,10 @@ def _fit_one(
     prior: Mapping[str, float] | None = None,
     prior_weight: float = 0.0,
     sigma: float = 1.0,
+    start: Efficiency | None = None,
 ) -> tuple[Efficiency, dict]:
+    """Fit `params` of `base` on `design`; `start` (a warm start, e.g. the fit on all rows
+    when cross-validating) replaces the starting point of the identified constants only."""
     if prior is not None:  # start at, and freeze unseen constants to, the prior's values
         base = base.model_copy(update={n: prior[n] for n in params})
     targets = _targets(design, weighting)
@@ -265,6 +263,8 @@ def _fit_one(
     if not free:
         return base, report
     r0 = problem.residuals(np.array([_to_z(n, getattr(base, n)) for n in free]))
+    if start is not None:
+        problem.base = base.model_copy(update={n: getattr(start, n) for n in free})
     z, r = _solve(problem, n_starts)
     values = problem.values(z)
     sd = _uncertainty(problem, values, r)
@@ -299,6 +299,7 @@ def fit_profile(
     prior_profile: EngineProfile | None = None,
     prior_weight: float = 1.0,
     family_params: Sequence[str] | None = None,
+    start: EngineProfile | None = None,
 ) -> tuple[EngineProfile, dict]:
     """Fit efficiency constants of `base_profile` on the usable rows of the chosen engines.
 
@@ -318,6 +319,10 @@ def fit_profile(
 
     `family_params`: the constants an override may change (default: `params`).
 
+    `start`: a warm start (its default's constants start the default fit; the overrides
+    start at the fitted default as always): cross-validation starts each fold at the fit on
+    all rows, which cuts its evaluations several-fold on the 1,000-row set.
+
     `prior_profile`: partial pooling for engines whose rows leave some directions loose (the
     TensorRT-LLM tables have no small-batch decode, so eta_mem trades against the step
     overhead): the default is pulled towards `prior_profile.default` exactly as a family
@@ -329,10 +334,13 @@ def fit_profile(
     """
     full = build_design(measurements, catalog, base_profile)
     design = full.subset(_fit_mask(full, engine_filter, row_filter))
+    warm = None if start is None else start.default
     if prior_profile is None:
-        default, rep = _fit_one(design, base_profile.default, params, weighting, n_starts)
+        default, rep = _fit_one(
+            design, base_profile.default, params, weighting, n_starts, start=warm
+        )
     else:
-        _, first = _fit_one(design, base_profile.default, params, weighting, 1)
+        _, first = _fit_one(design, base_profile.default, params, weighting, 1, start=warm)
         default, rep = _fit_one(
             design,
             base_profile.default,
@@ -342,6 +350,7 @@ def fit_profile(
             {n: getattr(prior_profile.default, n) for n in params},
             prior_weight,
             max(first.get("rms_log_after", 0.1), 0.03),
+            start=warm,
         )
         rep["prior"] = prior_profile.id
     report: dict = {

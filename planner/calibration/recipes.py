@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from planner.calibration.aic import AIC_ROW_OFFSET
 from planner.calibration.fit import FIT_PARAMS, fit_profile
-from planner.calibration.measurements import SERVER_ENGINES, usable
+from planner.calibration.measurements import usable
 from planner.calibration.prediction import predict
 from planner.inputs.catalog import Catalog
 from planner.schema.engine import Efficiency, EngineProfile
@@ -81,10 +82,13 @@ class Recipe:
         )
 
 
-# Family overrides were tried for vllm and trtllm (hopper/ampere/ada/cdna3, all constants or
-# eta_mem + step overhead only): leave-one-source-out error got worse (throughput median
-# 11% -> 16-19%), so those profiles ship a default only. For llama.cpp, overrides of the
-# decode constants cut the leave-one-GPU-out TPOT error from 26% to 13% (GDDR Ada cards
+# Family overrides: with the aic set every server engine has hundreds of Hopper rows and
+# tens of Blackwell rows, so each gets hopper and blackwell overrides of every constant,
+# pulled towards the engine's default (fitted on all its rows). Other families (ampere, ada
+# in the public TensorRT-LLM tables) and AMD use the default; AMD (cdna3) has 9 vLLM ROCm
+# rows of one AMD blog (MI300X TP8 FP8), too few for an override of its own: its constants
+# are the vLLM default, an explicit assumption (recipe caveats). For llama.cpp, overrides of
+# the decode constants cut the leave-one-GPU-out TPOT error from 26% to 13% (GDDR Ada cards
 # reach a larger fraction of their bandwidth than HBM A100/H100 at batch 1).
 _THROUGHPUT_NOTE = (
     "Max-throughput rows are predicted as B*O / (prefill of the B prompts in 8192-token "
@@ -92,49 +96,61 @@ _THROUGHPUT_NOTE = (
     "measure (planner.perf.evaluate's continuous-batching rate shares chunked prefill passes "
     "the same way)."
 )
+_AIC_NOTE = (
+    "The aic rows (data/calibration/aic_silicon_public.csv, SOURCES.md section 10) are closed "
+    "loops at concurrency C with fixed ISL/OSL, predicted as waves of C requests that start "
+    "and finish together (calibration.prediction.CLOSED_LOOP_TIMING); their throughput is "
+    "derived from the measured TTFT and TPOT (Little's law), so it is not an independent "
+    "check. Rows with expert parallelism, attention DP, disaggregation or models outside the "
+    "catalog are not fitted."
+)
+_SERVER_FAMILIES = ("hopper", "blackwell")
 
 RECIPES: dict[str, Recipe] = {
     "vllm": Recipe(
         "vllm",
         "vLLM (continuous batching, CUDA graphs, chunked prefill)",
-        SERVER_ENGINES,
-        # chosen by leave-one-source-out among 0.05/0.2/1 (TTFT median 18/17/17%, TPOT
-        # 8/9/11%): the smallest weight that keeps unseen constants off their bounds
+        ("vllm",),
+        families=_SERVER_FAMILIES,
+        min_family_rows=20,
         base_prior_weight=0.2,
         caveats=(
-            "Caveats: the public set has no vLLM max-throughput or TTFT rows, so 45 of the 58 "
-            "rows are TensorRT-LLM (v0.5/v0.6 of 2023 and v1.0) and the compute efficiencies "
-            "are mostly TensorRT-LLM's: expect vLLM to be somewhat slower at large batch. "
-            "vLLM's own rows are 8 small-batch end-to-end latencies (MI300X TP8 FP8, H200 "
-            "bf16), which pin eta_mem, the all-reduce latency and the step overhead. "
-            "eta_mem and step_overhead_ms trade off (few small-batch rows): the overhead is "
-            "known to +/- 0.6 ms only. The decode step is max(weights, GEMMs) + max(KV, "
-            "attention), attention at the 16-bit peak. eta_kv fitted freely gives 0.67-0.70 "
-            "+/- 0.10 with no better fit (weighted rms 0.1735 vs 0.1749), so the 0.8 is kept. "
-            "Starts matter a little: the log-error surface has shallow minima along eta_mem vs "
-            "step overhead (1 start: eta_mem 0.63, overhead 0.0 ms, rms 0.184). GPU-family "
-            "overrides made leave-one-source-out error worse and are not shipped. "
-            + "A weak Gaussian prior (weight 0.2) pulls the constants towards engineering "
-            "defaults (calibration.BASE_EFFICIENCY), so constants the rows barely see stay "
-            "off their bounds; in-sample errors move by under a point. " + _THROUGHPUT_NOTE
+            "Caveats: fitted on vLLM rows only: the aic set's vLLM 0.12-0.19 closed loops on "
+            "H100/H200/B200 (dense Llama-3.1 8B/70B, Qwen3-32B; MoE Qwen3-235B at plain TP) "
+            "and the public set's 8 small-batch latencies plus 4 offline rows (MI300X TP8 FP8, "
+            "H200 bf16). AMD MI300X has no override (9 rows of one source): its constants are "
+            "the default's, an assumption. A weak Gaussian prior (weight 0.2) pulls the "
+            "constants towards engineering defaults (calibration.BASE_EFFICIENCY). "
+            + _AIC_NOTE
+            + " "
+            + _THROUGHPUT_NOTE
+        ),
+    ),
+    "sglang": Recipe(
+        "sglang",
+        "SGLang (continuous batching, RadixAttention, chunked prefill)",
+        ("sglang",),
+        families=_SERVER_FAMILIES,
+        min_family_rows=20,
+        base_prior_weight=0.2,
+        caveats=(
+            "Caveats: fitted on the aic set's SGLang rows only (0.5.x, H100/H200/B200/B300; "
+            "the public set has none). The aic prompts are random tokens, so RadixAttention's "
+            "prefix reuse plays no part; the model does not credit prefix-cache hits. " + _AIC_NOTE
         ),
     ),
     "trtllm": Recipe(
         "trtllm",
         "TensorRT-LLM (in-flight batching, FP8/FP4 ModelOpt checkpoints)",
         ("trtllm",),
-        prior="vllm",
+        families=_SERVER_FAMILIES,
+        min_family_rows=20,
+        base_prior_weight=0.2,
         caveats=(
-            "Caveats: the TensorRT-LLM rows are max-throughput points and batch-1 TTFT only, "
-            "with no small-batch decode, so eta_mem and step_overhead_ms are not separable "
-            "from them alone (unpooled fits land at eta_mem 0.58 with 0 ms or 0.98 with 11 ms "
-            "depending on the start): hence the pooling towards the server-engine fit. Mixed "
-            "software: v0.5/v0.6 (2023, static batching, FP8 KV) and v1.0 (2025, PyTorch "
-            "backend; KV dtype assumed FP8). The two B200 FP4 rows are over-predicted by "
-            "30-40% (one Blackwell source, no override). mem_util 0.9 is of total memory while "
-            "TensorRT-LLM's kv_cache_free_gpu_mem_fraction 0.9 is of the memory left after "
-            "the weights, so max_batch is conservative (the H200 blog's batch 192 of "
-            "Llama-2-70B FP8 at 128/2048 does not fit in the model). " + _THROUGHPUT_NOTE
+            "Caveats: fitted on TensorRT-LLM rows: the aic set's 1.0-1.3 closed loops (mostly "
+            "H100 1.0.0rc3, plus H200, B200, GB200) and the public tables (v0.5/v0.6 of 2023 "
+            "static batches and v1.0 max-throughput points; A100/L40S rows use the default). "
+            "KV dtype FP8 assumed for FP8/FP4 checkpoints. " + _AIC_NOTE + " " + _THROUGHPUT_NOTE
         ),
     ),
     "llamacpp": Recipe(
@@ -167,9 +183,10 @@ def fit_recipe(
     recipe: Recipe,
     row_filter: Callable[[pd.DataFrame], pd.Series] | None = None,
     n_starts: int = 3,
+    start: EngineProfile | None = None,
 ) -> tuple[EngineProfile, dict]:
-    """Fit one recipe (default + family overrides) from BASE_EFFICIENCY; a recipe with a
-    prior first fits the prior recipe on the same rows filter."""
+    """Fit one recipe (default + family overrides) from BASE_EFFICIENCY (or warm from
+    `start`); a recipe with a prior first fits the prior recipe on the same rows filter."""
     prior, weight = None, 1.0
     if recipe.prior is not None:
         prior, _ = fit_recipe(measurements, catalog, RECIPES[recipe.prior], row_filter, n_starts)
@@ -188,6 +205,7 @@ def fit_recipe(
         prior_profile=prior,
         prior_weight=weight,
         family_params=recipe.family_params,
+        start=start,
     )
 
 
@@ -197,10 +215,12 @@ def cross_validate(
     recipe: Recipe,
     group_col: str = "source_key",
     n_starts: int = 3,
+    start: EngineProfile | None = None,
 ) -> pd.DataFrame:
     """Leave one group out (a source by default): fit the recipe on the other groups,
     predict the held-out group's rows. Returns the held-out predictions of every group,
-    with `held_out` naming the group and `fit_note` the constants the fit could not see."""
+    with `held_out` naming the group and `fit_note` the constants the fit could not see.
+    `start` warm-starts every fold's fit (the optimiser's starting point only)."""
     rows = usable(measurements)
     rows = rows[rows["engine"].isin(recipe.engines)]
     parts = []
@@ -210,7 +230,7 @@ def cross_validate(
             return r[group_col] != g
 
         profile, report = fit_recipe(
-            measurements, catalog, recipe, row_filter=others, n_starts=n_starts
+            measurements, catalog, recipe, row_filter=others, n_starts=n_starts, start=start
         )
         held = measurements[
             measurements["row_id"].isin(rows.loc[rows[group_col] == group, "row_id"])
@@ -231,22 +251,36 @@ def _fmt_constants(eff: Efficiency, sd: Mapping[str, float], params: Sequence[st
     return "; ".join(out)
 
 
+def id_ranges(ids: Sequence[int]) -> str:
+    """Row ids as sorted ranges: 1-5, 7, 9-12."""
+    out: list[str] = []
+    for i in sorted(set(int(x) for x in ids)):
+        if out and out[-1].split("-")[-1] == str(i - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
 def describe_fit(
     recipe: Recipe,
     profile: EngineProfile,
     report: dict,
     as_of: str,
-    data_file: str = "data/calibration/measured_public.csv",
+    data_file: str = (
+        "data/calibration/measured_public.csv and data/calibration/aic_silicon_public.csv"
+    ),
 ) -> tuple[str, str]:
     """The `source` and `notes` texts of a fitted profile: exactly what was fitted on what."""
     sources = ", ".join(f"{k} {v}" for k, v in sorted(report["sources"].items()))
     ids = report["row_ids"]
     source = (
         f"Fitted {as_of} by planner.calibration.fit_recipe('{recipe.id}') on {data_file} "
-        f"(verbatim copy of the public set described in data/calibration/SOURCES.md): "
+        f"(verbatim copies of the public sets described in data/calibration/SOURCES.md): "
         f"{len(ids)} rows of engines {', '.join(recipe.engines)} ({sources}; row_id "
-        f"{', '.join(str(i) for i in ids)}). Least squares on log(predicted/measured) of "
-        f"TPOT, TTFT, throughput and end-to-end latency, rows weighted 1/sqrt(rows of their "
+        f"{id_ranges(ids)}; aic row_id = {AIC_ROW_OFFSET} + its line in the CSV). "
+        f"Least squares (scipy.optimize.least_squares) on log(predicted/measured) of TPOT, "
+        f"TTFT, throughput and end-to-end latency, rows weighted 1/sqrt(rows of their "
         f"source), constants bounded (eta 0.3-1, allreduce 1-100 us, overheads 0-20 ms)"
         + (
             f"; default pooled towards the '{recipe.prior}' fit (same rows filter) with a "
@@ -298,7 +332,7 @@ def describe_fit(
 
 
 def fit_shipped_profiles(
-    measurements: pd.DataFrame, catalog: Catalog, as_of: str, n_starts: int = 8
+    measurements: pd.DataFrame, catalog: Catalog, as_of: str, n_starts: int = 2
 ) -> dict[str, tuple[EngineProfile, dict]]:
     """Fit every recipe of RECIPES; the profiles carry their source, notes and date.
 

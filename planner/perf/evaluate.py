@@ -237,6 +237,19 @@ def ttft_ms_at(rows: pd.DataFrame, utilisation: float, statistic: str) -> np.nda
     return _col(rows, "ttft_unloaded_ms") + wait * 1e3
 
 
+def evaluate_arrays(
+    model: Model, grid: pd.DataFrame, utilisation: float = 0.8, statistic: str = "mean"
+) -> dict[str, np.ndarray]:
+    """`evaluate`'s output columns as arrays, without building the frame (calibration fits
+    evaluate the same grid hundreds of times)."""
+    out: dict[str, np.ndarray] = {}
+    _memory(model, grid, out)
+    _decode(model, grid, out)
+    _prefill(model, grid, out)
+    _serving(grid, out, utilisation, statistic)
+    return {k: v for k, v in out.items() if not k.startswith("_")}
+
+
 def evaluate(
     model: Model, grid: pd.DataFrame, utilisation: float = 0.8, statistic: str = "mean"
 ) -> pd.DataFrame:
@@ -245,11 +258,7 @@ def evaluate(
     queueing out (calibration)."""
     if grid.empty:
         return pd.concat([grid, columns.empty(columns.MODEL_COLUMNS)], axis=1)
-    out: dict[str, np.ndarray] = {}
-    _memory(model, grid, out)
-    _decode(model, grid, out)
-    _prefill(model, grid, out)
-    _serving(grid, out, utilisation, statistic)
-    public = {k: v for k, v in out.items() if not k.startswith("_")}
-    outputs = columns.frame(public, columns.MODEL_COLUMNS)
+    outputs = columns.frame(
+        evaluate_arrays(model, grid, utilisation, statistic), columns.MODEL_COLUMNS
+    )
     return pd.concat([grid.reset_index(drop=True), outputs], axis=1)

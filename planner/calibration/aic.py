@@ -1,0 +1,199 @@
+"""The AIConfigurator silicon sample (data/calibration/aic_silicon_public.csv) as measurements.
+
+`load_aic_measurements(path, catalog)` maps each of the 1,536 served configurations
+(TensorRT-LLM, vLLM, SGLang on H100/H200/B200/B300/GB200/GB300; SOURCES.md section 10) to
+the columns of `load_measurements`: catalog model, GPU and quant ids, engine label, tp, the
+closed-loop concurrency as `batch`, ISL/OSL, and the measured TTFT and TPOT. Every row is a
+closed loop of `batch_size` clients (`scenario_kind` 'closed_loop'), predicted as
+`planner estimate --concurrency` predicts it (`prediction.closed_loop_ms`).
+
+Rows the model cannot represent keep a reason in `skip_reason`: disaggregated serving,
+attention data parallelism, expert or pipeline parallelism, a MoE split that is not plain TP,
+a model or GPU without a catalog entry. Assumptions (repeated in each row's `assumptions`):
+
+* Throughput is not published; `meas_throughput` is Little's law over the closed loop,
+  C * OSL / (TTFT + (OSL - 1) * TPOT): derived from the measured TTFT and TPOT, so it is
+  not independent evidence (its error mixes theirs).
+* `fp8_block` (128x128 block-scaled FP8) maps to the catalog's fp8 (same bytes per weight
+  within 1%); `nvfp4` to fp4; `int4_wo` to int4-awq; no quant mode means the checkpoint's
+  bf16.
+* KV dtype is not published: FP8 for TensorRT-LLM FP8/FP4 checkpoints (ModelOpt's
+  kv_cache_quant_algo FP8), else the quant's default (vLLM and SGLang `kv_cache_dtype auto`).
+* DeepSeek-V3.1 uses the DeepSeek-V3 architecture entry (same config.json shapes).
+* attention_dp_size / moe_tp_size / moe_ep_size of 0 or blank mean unset (1).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from planner.calibration.measurements import (
+    DATA_DIR,
+    DEFAULT_CSV,
+    MEASUREMENT_COLUMNS,
+    load_measurements,
+)
+from planner.inputs.catalog import Catalog, load_catalog
+
+AIC_CSV = DATA_DIR / "calibration" / "aic_silicon_public.csv"
+AIC_ROW_OFFSET = 100_000  # row_id = offset + line number, apart from measured_public's ids
+
+AIC_MODELS: dict[str, str] = {
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+    "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+    "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
+}
+AIC_GPUS: dict[str, str] = {
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200",
+    "b200_sxm": "b200",
+    "b300_sxm": "b300",
+    "gb200": "gb200",
+    "gb300": "gb300",
+}
+AIC_QUANTS: dict[str, str] = {
+    "fp8": "fp8",
+    "fp8_block": "fp8",
+    "nvfp4": "fp4",
+    "int4_wo": "int4-awq",
+    "": "bf16",
+}
+AIC_ENGINES: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+THROUGHPUT_BASIS = "throughput: C * OSL / (TTFT + (OSL - 1) * TPOT) (Little's law, derived)"
+
+
+def _int(value: object) -> int:
+    """A parallelism cell as an int: blank or 0 (unset) is 1."""
+    text = str(value).strip()
+    return int(float(text)) if text and float(text) > 0 else 1
+
+
+def _num(value: object) -> float:
+    try:
+        out = float(str(value).strip())
+    except ValueError:
+        return math.nan
+    return out if math.isfinite(out) and out > 0 else math.nan
+
+
+def aic_source_key(raw: pd.Series) -> str:
+    """One measurement campaign: the engine and its release (or 'unversioned')."""
+    version = str(raw["backend_version"]).strip() or "unversioned"
+    return "aic-" + re.sub(r"[^a-z0-9.]+", "-", f"{raw['backend']}-{version}".lower())
+
+
+def _parallel_skips(raw: pd.Series, is_moe: bool) -> list[str]:
+    """Why the row's parallelism is outside the model (empty when it is plain TP)."""
+    out = []
+    if str(raw["mode"]).strip() != "agg":
+        return ["disaggregated prefill/decode workers (the model has one replica type)"]
+    tp, pp = _int(raw["tp_size"]), _int(raw["pp_size"])
+    dp, moe_tp, ep = (_int(raw[c]) for c in ("attention_dp_size", "moe_tp_size", "moe_ep_size"))
+    if pp > 1:
+        out.append(f"pipeline parallel (pp {pp}) is not modelled")
+    if dp > 1:
+        out.append("attention data parallel (attention_dp_size > 1) is not modelled")
+    if is_moe and ep > 1:
+        out.append("expert parallel (moe_ep_size > 1) is not modelled")
+    elif is_moe and dp == 1 and moe_tp != tp:
+        out.append("MoE tensor parallel differs from attention tp (not modelled)")
+    return out
+
+
+def _kv(engine: str, quant_id: str, catalog: Catalog) -> tuple[str, str]:
+    if engine == "trtllm" and quant_id in ("fp8", "fp4"):
+        return "fp8", "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
+    return catalog.quants[quant_id].default_kv_dtype, "KV dtype not published: quant default"
+
+
+def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
+    """One CSV row as a measurement row (the columns of MEASUREMENT_COLUMNS)."""
+    engine = AIC_ENGINES[str(raw["backend"])]
+    model_id = AIC_MODELS.get(str(raw["model_path"]))
+    gpu_id = AIC_GPUS.get(str(raw["system"]))
+    mode = str(raw["gemm_quant_mode"]).strip()
+    quant_id = AIC_QUANTS.get(mode)
+    skips: list[str] = []
+    if model_id is None or model_id not in catalog.models:
+        skips.append(f"model '{raw['model_path']}' has no catalog entry")
+    if gpu_id is None or gpu_id not in catalog.gpus:
+        skips.append(f"system '{raw['system']}' has no catalog GPU")
+    if quant_id is None:
+        skips.append(f"gemm_quant_mode '{mode}' not mapped")
+    is_moe = model_id is not None and model_id in catalog.models and catalog.model(model_id).moe
+    skips += _parallel_skips(raw, bool(is_moe))
+    notes = ["closed loop at concurrency batch_size"]
+    kv = None
+    if quant_id is not None:
+        kv, kv_note = _kv(engine, quant_id, catalog)
+        notes.append(kv_note)
+    if mode == "fp8_block":
+        notes.append("fp8_block mapped to fp8")
+    if "DeepSeek-V3.1" in str(raw["model_path"]):
+        notes.append("DeepSeek-V3.1 as the DeepSeek-V3 architecture")
+    conc, isl, osl = _num(raw["batch_size"]), _num(raw["isl"]), _num(raw["osl"])
+    ttft, tpot = _num(raw["silicon_ttft_ms"]), _num(raw["silicon_tpot_ms"])
+    thr = conc * osl / (ttft + (osl - 1.0) * tpot) * 1e3
+    if math.isnan(ttft) and math.isnan(tpot):
+        skips.append("no measured TTFT or TPOT")
+    tp = _int(raw["tp_size"])
+    return {
+        "row_id": AIC_ROW_OFFSET + n,
+        "source_key": aic_source_key(raw),
+        "source": f"aiconfigurator silicon_sample.csv ({raw['id']}; {raw['silicon_data_source']})",
+        "framework": f"{raw['backend']} {raw['backend_version']}".strip(),
+        "model_raw": str(raw["model_path"]),
+        "gpu_raw": str(raw["system"]),
+        "precision_raw": f"{raw['precision']} gemm {mode or '-'} moe {raw['moe_quant_mode']}",
+        "engine": engine,
+        "engine_class": "server",
+        "model_id": model_id,
+        "gpu_id": gpu_id,
+        "quant_id": quant_id,
+        "kv_dtype": kv,
+        "num_gpus": tp * _int(raw["pp_size"]),
+        "tp": tp,
+        "layer_split": False,
+        "batch": conc,
+        "input_len": isl,
+        "output_len": osl,
+        "scenario_kind": "closed_loop",
+        "ttft_input_len": isl,
+        "ttft_batch": 1.0,
+        "meas_tpot": tpot,
+        "meas_ttft": ttft,
+        "meas_throughput": thr,
+        "meas_e2e": math.nan,
+        "metric_basis": "tpot: silicon_tpot_ms; ttft: silicon_ttft_ms; " + THROUGHPUT_BASIS,
+        "assumptions": "; ".join(notes),
+        "skip_reason": "; ".join(skips),
+        "metric_skips": "",
+    }
+
+
+def load_aic_measurements(
+    path: str | Path = AIC_CSV, catalog: Catalog | None = None
+) -> pd.DataFrame:
+    """The AIConfigurator silicon rows as measurement rows (skipped ones with a reason)."""
+    catalog = catalog or load_catalog()
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    rows = [_map_aic_row(n, r, catalog) for n, r in enumerate(raw.to_dict("records"), 1)]
+    frame = pd.DataFrame([{c: r[c] for c in MEASUREMENT_COLUMNS} for r in rows])
+    frame["dataset"] = "aic"
+    return frame
+
+
+def load_all_measurements(catalog: Catalog | None = None) -> pd.DataFrame:
+    """measured_public.csv and the aic set, one frame (a `dataset` column says which)."""
+    catalog = catalog or load_catalog()
+    public = load_measurements(DEFAULT_CSV, catalog).assign(dataset="public")
+    return pd.concat([public, load_aic_measurements(AIC_CSV, catalog)], ignore_index=True)

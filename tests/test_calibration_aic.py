@@ -1,0 +1,102 @@
+"""The AIConfigurator silicon sample as closed-loop measurement rows (calibration.aic)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner import calibration as cal
+from planner.calibration import prediction as pr
+from planner.inputs.catalog import load_catalog
+from planner.planning.estimate import EstimateRequest, closed_loop
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return load_catalog()
+
+
+@pytest.fixture(scope="module")
+def aic(catalog):
+    return cal.load_aic_measurements(cal.AIC_CSV, catalog)
+
+
+def test_every_row_is_used_or_skipped_with_a_reason(aic):
+    assert len(aic) == 1536
+    used = cal.usable(aic)
+    assert len(used) == 915
+    skipped = aic[aic["skip_reason"] != ""]["skip_reason"]
+    assert len(skipped) == 1536 - 915 and (skipped.str.len() > 10).all()
+    assert skipped.str.contains("expert parallel").sum() == 181
+    assert skipped.str.contains("disaggregated").sum() == 24
+    assert skipped.str.contains("no catalog entry").sum() == 400
+    assert set(used["engine"]) == {"vllm", "sglang", "trtllm"}
+    assert set(used["gpu_id"]) <= {"h100-sxm", "h200", "b200", "b300", "gb200", "gb300"}
+    assert (used["row_id"] > cal.aic.AIC_ROW_OFFSET).all()
+
+
+def test_a_row_maps_to_catalog_ids(aic):
+    row = aic[aic["source"].str.contains("llama3_1_70b_h200_sxm_vllm_fp8_agg_1024x8192_c32")]
+    if row.empty:  # the id spelling of the sample; fall back to the mapped values
+        row = aic[(aic["model_id"] == "llama-3.1-70b") & (aic["engine"] == "vllm")]
+    r = row.iloc[0]
+    assert r["scenario_kind"] == "closed_loop" and r["engine_class"] == "server"
+    assert r["quant_id"] in {"fp8", "fp4", "bf16"} and r["kv_dtype"] in {"bf16", "fp8"}
+    # throughput by Little's law over the closed loop, from the measured TTFT and TPOT
+    c, o = r["batch"], r["output_len"]
+    expect = c * o / (r["meas_ttft"] + (o - 1) * r["meas_tpot"]) * 1e3
+    assert r["meas_throughput"] == pytest.approx(expect)
+
+
+def test_steady_closed_loop_matches_estimate_concurrency(catalog, aic, monkeypatch):
+    """The vectorised closed loop is `planner estimate --concurrency` row by row."""
+    monkeypatch.setattr(pr, "CLOSED_LOOP_TIMING", "steady")
+    used = cal.usable(aic)
+    row = used[(used["model_id"] == "llama-3.1-8b") & (used["tp"] == 1)].iloc[[0]]
+    profile = catalog.engine(row["engine"].iloc[0])
+    pred = cal.predict(row, catalog, profile).iloc[0]
+    r = row.iloc[0]
+    req = EstimateRequest(
+        model=r["model_id"], gpu=r["gpu_id"], tp=1, quant=r["quant_id"], batch=10_000,
+        input_len=int(r["input_len"]), output_len=int(r["output_len"]),
+        kv_dtype=r["kv_dtype"], engine=profile.id,
+    )  # fmt: skip
+    est = closed_loop(req, catalog, int(r["batch"]))
+    assert pred["pred_tpot"] == pytest.approx(est["tpot_ms"], rel=1e-6)
+    assert pred["pred_ttft"] == pytest.approx(est["ttft_ms"], rel=1e-6)
+    assert pred["pred_throughput"] == pytest.approx(est["throughput_tok_s"], rel=1e-6)
+
+
+def test_wave_closed_loop_at_concurrency_one_is_the_prefill(catalog, aic):
+    used = cal.usable(aic)
+    one = used[used["batch"] == 1]
+    pred = cal.predict(one, catalog, catalog.engine("trtllm"))
+    assert len(pred) > 0
+    assert np.allclose(pred["pred_ttft"], pred["prefill_ms"], rtol=1e-6)
+    assert np.allclose(pred["pred_tpot"], pred["tpot_step_ms"], rtol=1e-6)
+
+
+def test_round_trip_on_closed_loop_rows(catalog, aic):
+    """Constants used to generate synthetic closed-loop rows are fitted back (a sample of
+    the aic vLLM rows with TP > 1, so every constant is seen)."""
+    used = cal.usable(aic)
+    rows = used[(used["engine"] == "vllm")].sample(40, random_state=0)
+    base = cal.RECIPES["vllm"].base_profile()
+    truth = base.default.model_copy(
+        update={
+            "eta_mem": 0.72,
+            "eta_compute_decode": 0.45,
+            "eta_compute_prefill": 0.62,
+            "allreduce_latency_us": 22.0,
+            "step_overhead_ms": 1.8,
+            "prefill_overhead_ms": 4.0,
+        }
+    )
+    pred = cal.predict(rows, catalog, base.model_copy(update={"default": truth}))
+    synthetic = rows.loc[pred.index].copy()
+    for metric in ("tpot", "ttft", "throughput"):
+        synthetic[cal.MEASURED[metric]] = pred[cal.PREDICTED[metric]]
+    fitted, report = cal.fit_profile(synthetic, catalog, base, "vllm", n_starts=1)
+    assert report["default"]["rms_log_after"] < 1e-3
+    for name in ("eta_mem", "eta_compute_prefill", "step_overhead_ms", "prefill_overhead_ms"):
+        assert getattr(fitted.default, name) == pytest.approx(getattr(truth, name), rel=0.05)
