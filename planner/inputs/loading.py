@@ -121,7 +121,8 @@ class _Guard:
             return [(f"{base}[{i}]", child) for i, child in enumerate(node.value)]
         if not isinstance(node, yaml.MappingNode):
             return []
-        out, seen = [], {}
+        out: list[tuple[str, yaml.Node]] = []
+        seen: dict[tuple[str, str], int] = {}
         for key, value in node.value:
             label = key.value if isinstance(key, yaml.ScalarNode) else "?"
             child_path = f"{base}.{label}" if base else str(label)

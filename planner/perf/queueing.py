@@ -43,7 +43,7 @@ def erlang_c(servers: ArrayLike, utilisation: ArrayLike) -> Array:
     else:
         pairs, inverse = np.unique((c_all + 1j * u_all).ravel(), return_inverse=True)
         c, u = pairs.real.astype(np.int64), pairs.imag
-    a = u * c
+    a: Array = np.asarray(u * c, dtype=float)
     result = np.zeros(a.shape)
     small = c <= EXACT_UP_TO
     result[small] = _erlang_b_exact(c[small], a[small])

@@ -107,13 +107,13 @@ def _fleet_message(scenario: Scenario, problem: FleetProblem) -> str:
 def _unbounded_failure(problem: FleetProblem, status: str, names: list[str]) -> str:
     """Without budget and GPU limits a fleet always exists (replicas are bounded by the
     demand), so failing even then is a class no candidate carries, or a solver failure."""
-    carried = (problem.capacity > 0).any(axis=0) if problem.n_candidates else []
-    for w, ok in enumerate(carried):
-        if not ok:
-            return (
-                f"demand: no offered candidate can carry class '{names[w]}' at its SLA; "
-                "relax its SLA or allow more GPUs, tensor-parallel degrees or quantizations"
-            )
+    carried = np.asarray(problem.capacity > 0, dtype=bool).reshape(-1, len(names)).any(axis=0)
+    missing = np.flatnonzero(~carried)
+    if missing.size:
+        return (
+            f"demand: no offered candidate can carry class '{names[missing[0]]}' at its SLA; "
+            "relax its SLA or allow more GPUs, tensor-parallel degrees or quantizations"
+        )
     raise SolverError(
         f"the solver found no fleet even without the budget and GPU limits ({status}), "
         f"which always admit one: the demand ({problem.demand.sum():.3g} requests/s) or the "
