@@ -192,3 +192,23 @@ def test_erlang_c_of_ten_million_servers_takes_a_moment():
     wait = erlang_c(np.array([10_000_000, 1_000_000]), np.array([0.999, 0.8]))
     assert time.perf_counter() - start < 5.0
     assert 0.0 < wait[0] < 1.0 and wait[1] == 0.0
+
+
+def test_infeasible_without_any_limit_names_the_class_or_is_a_solver_failure():
+    from planner.errors import SolverError
+    from planner.fleet.steady import FleetProblem
+    from planner.planning.diagnose import _unbounded_failure
+
+    def problem(capacity):
+        n = len(capacity)
+        return FleetProblem(
+            gpu=("l40s",) * n,
+            tp=(1,) * n,
+            cost_per_hour=np.ones(n),
+            capacity=np.array(capacity, dtype=float).reshape(n, 2),
+            demand=np.ones(2),
+        )
+
+    assert "class 'docs'" in _unbounded_failure(problem([[1, 0]]), "infeasible", ["chat", "docs"])
+    with pytest.raises(SolverError, match="numerical range"):
+        _unbounded_failure(problem([[1, 1]]), "infeasible", ["chat", "docs"])
