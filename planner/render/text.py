@@ -73,8 +73,31 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     )
     rows = [(n, f"{float(v):.3f}", d) for n, v, d in terms]
     tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
-    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, cost)]
+    extra = speculation_lines(row)
+    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, cost)]
     return "\n".join([*prose[:3], tbl, *prose[3:]])
+
+
+def speculation_lines(row: pd.Series) -> list[str]:
+    """Speculative decoding and the prefix cache of an estimate, when used (issue #11)."""
+    out = []
+    if row["speculative"] != "off":
+        k, a, e = row["spec_tokens"], row["spec_acceptance"], row["tokens_per_step"]
+        out.append(
+            f"Speculative decoding: {row['speculative']}, k {k} draft tokens, acceptance "
+            f"{a:.2f} -> E = (1 - a^(k+1)) / (1 - a) = {e:.2f} tokens per step; the read and "
+            f"compute terms are the verify pass over k + 1 tokens ({row['t_verify_ms']:.2f} "
+            f"ms); decode step = (that + {k} draft steps, {row['t_draft_ms']:.2f} ms) / E; "
+            f"drafter {row['draft_per_gpu_gb']:.2f} GB/GPU (weights + its KV)"
+        )
+    if row["prefix_cached_tokens"] > 0:
+        out.append(
+            f"Prefix cache: {row['prefix_cached_tokens']} of {row['input_len']} prompt tokens "
+            f"served from cache (prefill computes {row['input_len'] - row['prefix_cached_tokens']}"
+            f"); the shared prefix's KV, {row['prefix_cache_per_gpu_gb']:.2f} GB/GPU, is held "
+            "once per replica"
+        )
+    return out
 
 
 def serves(d: Deployment) -> str:
@@ -107,7 +130,7 @@ def _fleet_rows(f: FleetSummary) -> list[tuple]:
             serves(d),
             d.gpus,
             d.tp,
-            d.quant,
+            d.quant if d.speculative == "off" else f"{d.quant} {d.speculative}{d.spec_tokens}",
             d.kv_dtype,
             d.batch,
             d.replicas,
