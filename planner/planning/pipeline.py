@@ -30,7 +30,7 @@ from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.plan import Plan
-from planner.planning.speculation import SpecRequest, spec_options
+from planner.planning.speculation import SpecRequest, spec_options, speculation_note
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.plan import Deployment, FleetSummary, RequestClassPlan
@@ -316,6 +316,9 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     premium = percentile_premium(scenario, catalog, result)
     if premium:
         result = replace(result, notes=(*result.notes, premium))
+    spec_note = speculation_note(scenario, result)  # issue #11
+    if spec_note:
+        result = replace(result, notes=(*result.notes, spec_note))
     if scenario.finance is not None:
         from planner.planning.timeplan import plan_over_time
 

@@ -13,7 +13,7 @@ import pandas as pd
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
 from planner.render.tables import Col, Layout, human, money, per_token_money, table, wrap
-from planner.schema.plan import Deployment, FleetSummary
+from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 from planner.units import HOURS_PER_MONTH
 
 # a smaller saving of the GPU mix is rounding: the optimum is the single-GPU-type plan
@@ -252,6 +252,15 @@ def _single_gpu_line(plan: Plan) -> str:
     return head + " (the optimum uses one GPU type)"
 
 
+def _cached_note(plan: Plan, api: ApiQuote) -> str:
+    """How the API bills prefix-cached prompt tokens, when the plan has any (issue #11)."""
+    if not any(c.prefix_cached_tokens for c in plan.classes):
+        return ""
+    if api.cached_input_usd_per_1m is None:
+        return "; lists no cached-input price, so cached prompt tokens are billed in full"
+    return f"; cached prompt tokens at ${api.cached_input_usd_per_1m:g} per 1M"
+
+
 def _api_line(plan: Plan) -> str:
     """The cheapest API at the average demand against the fleet sized for the peak."""
     api, monthly, saving = (
@@ -276,7 +285,8 @@ def _api_line(plan: Plan) -> str:
         basis += f", averaged over {plan.over_time.horizon_months} months of growth"
     return (
         f"Cheapest API: {api.provider} {api.provider_model_id} "
-        f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
+        f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out"
+        f"{_cached_note(plan, api)}, "
         f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
         f"{plan.self_hosted_basis}, {money(plan.self_hosted_monthly_usd, 0)}/month"
     )

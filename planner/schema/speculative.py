@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from planner.schema.bounded import Name, between, whole
 from planner.schema.common import Strict
 
 SpecMode = Literal["off", "mtp", "draft"]
-SpecChoice = Literal["off", "mtp", "draft", "auto"]
+
+
+def _yaml_off(value: object) -> object:
+    """YAML 1.1 reads a bare `off` as false: take it as the mode it spells."""
+    return "off" if value is False else value
+
+
+SpecChoice = Annotated[Literal["off", "mtp", "draft", "auto"], BeforeValidator(_yaml_off)]
 MAX_SPEC_TOKENS = 16
 SpecTokens = Annotated[int, whole(0, MAX_SPEC_TOKENS, unit="tokens", low_open=True)]
 Acceptance = Annotated[float, between(0, 1, low_open=True, high_open=True)]
