@@ -183,7 +183,6 @@ def test_estimate_prefix_cache_lowers_ttft_and_prints_it():
     ("args", "needle"),
     [
         (["--speculative", "mtp"], "no published default"),
-        (["--speculative", "mtp", "--spec-tokens", "1", "--spec-acceptance", "0.8"], "no MTP"),
         (["--speculative", "draft", "--draft-model", "qwen3-8b"], "share the target's tokenizer"),
         (["--speculative", "draft", "--spec-acceptance", "1.5"], "--spec-acceptance"),
         (["--prefix-cached-tokens", "1024"], "must be less than --input-len 1024"),

@@ -1,6 +1,7 @@
 """Which speculative-decoding settings a plan or an estimate evaluates (issue #11).
 
-`off` is plain decoding; `mtp` the model's own multi-token-prediction module; `draft` a
+`off` is plain decoding; `mtp` a one-layer head on the target (its own multi-token-prediction
+module, or, given k and acceptance, an EAGLE-style head: the same physics); `draft` a
 smaller draft model; `auto` is off plus every setting data/speculative.yaml lists for the
 model. k and the acceptance come from the scenario (or the command line) where given, else
 from that file's published default, and each default used is listed as an assumption.
@@ -46,9 +47,11 @@ def _default(model: Model, mode: str, req: SpecRequest) -> SpecDefault | None:
     known = published(model.id).get(mode)
     if known is None and (req.spec_tokens is None or req.acceptance is None):
         listed = ", ".join(published(model.id)) or "none"
+        hint = f" (models with an MTP module: {', '.join(mtp_models())})" if mode == "mtp" else ""
         raise InputError(
             f"{req.where}: {mode} for {model.id} needs spec_tokens and spec_acceptance "
             f"(data/speculative.yaml has no published default for it; it lists: {listed})"
+            f"{hint}"
         )
     return known
 
@@ -64,12 +67,7 @@ def _option(model: Model, mode: str, req: SpecRequest, catalog: Catalog) -> Spec
     known = _default(model, mode, req)
     k = req.spec_tokens if req.spec_tokens is not None else known.spec_tokens  # type: ignore[union-attr]
     a = req.acceptance if req.acceptance is not None else known.acceptance  # type: ignore[union-attr]
-    if mode == "mtp":
-        if known is None and "mtp" not in published(model.id):
-            raise InputError(
-                f"{req.where}: mtp: {model.id} has no MTP module in data/speculative.yaml "
-                f"(models with one: {', '.join(mtp_models())}); use draft"
-            )
+    if mode == "mtp":  # the model's MTP module, or (k and a given) an EAGLE-style head
         return mtp_option(model, k, a)
     draft = catalog.model(_draft_id(model, req, known))
     if draft.vocab_size != model.vocab_size:
