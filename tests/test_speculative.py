@@ -220,3 +220,15 @@ def test_rag_prefix_cache_saves_on_both_sides(catalog):
         else:
             assert q.cost_per_hour_usd == pytest.approx(old.cost_per_hour_usd)
     assert replace(cached.classes[0], prefix_cached_tokens=0) == uncached.classes[0]
+
+
+@pytest.mark.parametrize("model_id", ["llama-3.1-8b", "gpt-oss-120b", "gemma-3-27b"])
+def test_one_sequence_holds_the_same_kv_with_or_without_the_cache(catalog, model_id):
+    """At batch 1 the shared prefix plus the sequence's own KV is the whole context's KV; only
+    global layers share it (a sliding window holds each sequence's own last tokens)."""
+    model = catalog.model(model_id)
+    plain = _grid(catalog, model, shape=(8000, 200), tp=2).iloc[0]
+    cached = _grid(catalog, model, cached=6000, shape=(8000, 200), tp=2).iloc[0]
+    total = cached.kv_cache_per_gpu_gb + cached.prefix_cache_per_gpu_gb
+    assert total == pytest.approx(plain.kv_cache_per_gpu_gb, rel=1e-9)
+    assert cached.kv_cache_per_gpu_gb > 0

@@ -101,7 +101,8 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
         / tp
     )
     cached = _col(df, "prefix_cached_tokens")  # issue #11: the shared prefix, held once
-    prefix = mem.bytes_kv_cache_per_sequence(model, cached, kv_b) / split
+    # only global layers share the prefix: a sliding window holds each sequence's own tokens
+    prefix = cached * model.n_global_layers * model.kv_elements_per_token_per_layer * kv_b / split
     kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len / 2.0, kv_b) / split - prefix
     draft_w, draft_seq = _draft_memory(df, i_len + o_len / 2.0, kv_b, split)
     chunk = _col(df, "eff_prefill_chunk_tokens")
