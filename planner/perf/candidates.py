@@ -177,6 +177,12 @@ SPEC_AXES = (  # issue #11: set per speculation option (and the class's cached p
     "speculative", "spec_tokens", "spec_acceptance", "draft_params_held", "draft_params_read",
     "draft_layers", "draft_kv_elems_per_token", "prefix_cached_tokens",
 )  # fmt: skip
+# those columns for plain decoding with no cached prefix, for grids built outside build_grid
+PLAIN_DECODING = {
+    "speculative": "off", "spec_tokens": 0, "spec_acceptance": 0.0, "draft_params_held": 0.0,
+    "draft_params_read": 0.0, "draft_layers": 0, "draft_kv_elems_per_token": 0.0,
+    "prefix_cached_tokens": 0,
+}  # fmt: skip
 # one row per valid (gpu, tp, quant, kv): the grid columns that do not vary with batch or shape
 DEPLOYMENT_COLUMNS = tuple(c for c in columns.GRID_COLUMNS if c.name not in GRID_AXES + SPEC_AXES)
 
