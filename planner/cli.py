@@ -424,6 +424,37 @@ def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
             _echo(f"Chart: {chart}")
 
 
+def _speculation_options(f):
+    """`planner estimate`'s speculative-decoding and prefix-cache options (issue #11)."""
+    options = [
+        click.option(
+            "--speculative",
+            type=click.Choice(["off", "mtp", "draft"]),
+            default="off",
+            show_default=True,
+            help="Speculative decoding: the model's MTP module or a draft model.",
+        ),
+        click.option(
+            "--spec-tokens", type=int, default=None, help="Draft tokens per step k (default: "
+            "data/speculative.yaml's published value for the model)."
+        ),
+        click.option(
+            "--spec-acceptance", type=float, default=None,
+            help="Per-token acceptance rate of the draft, 0-1 (default: published value).",
+        ),
+        click.option(
+            "--draft-model", default=None, help="Draft model id (with --speculative draft)."
+        ),
+        click.option(
+            "--prefix-cached-tokens", type=int, default=0, show_default=True,
+            help="Prompt tokens served from the prefix cache (prefill skips them).",
+        ),
+    ]  # fmt: skip
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @cli.command()
 @click.option("--model", required=True, help="Model id, e.g. llama-3.1-70b.")
 @click.option("--gpu", required=True, help="GPU id, e.g. h100-sxm.")
@@ -464,6 +495,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
 @click.option("--ideal", is_flag=True, help="Pure roofline floor: efficiency 1, no overheads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_wide_option
+@_speculation_options
 @click.pass_context
 def estimate(
     ctx,
@@ -483,6 +515,7 @@ def estimate(
     ideal,
     as_json,
     wide,
+    **issue11,
 ) -> None:
     """Estimate TPOT, TTFT, throughput, memory and cost of one deployment.
 
@@ -509,6 +542,7 @@ def estimate(
         engine=engine,
         utilisation=utilization,
         price_usd_per_gpu_hour=price,
+        **issue11,  # speculative, spec_tokens, spec_acceptance, draft_model, prefix_cached_tokens
     )
     row = run(req, _catalog(ctx))
     text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))

@@ -19,7 +19,7 @@ from planner.inputs.catalog import Catalog
 from planner.perf import evaluate as ev
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
-from planner.perf.candidates import IDEAL, GridSpec, deployment_rows
+from planner.perf.candidates import IDEAL, PLAIN_DECODING, GridSpec, deployment_rows
 from planner.perf.memory import PREFILL_CHUNK_TOKENS
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.model import Model
@@ -352,6 +352,7 @@ def build_design(
             ttft_batch=row["ttft_batch"],
             scenario_kind=row["scenario_kind"],
             _open_batch=math.isnan(batch),
+            **PLAIN_DECODING,  # issue #11: measured rows are plain decoding, no prefix cache
             _family=catalog.gpu(row["gpu_id"]).family,
             _note=note,
         )

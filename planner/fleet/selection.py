@@ -11,7 +11,7 @@ import pandas as pd
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
 
-CANDIDATE_KEY = ["gpu", "tp", "quant", "kv_dtype", "batch"]
+CANDIDATE_KEY = ["gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens"]
 OFFERED_COLUMNS = columns.select([*CANDIDATE_KEY, "cost_per_hour_usd"])
 
 

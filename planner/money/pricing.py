@@ -40,14 +40,22 @@ def api_usd_per_hour(
 def api_quotes(
     catalog: Catalog, model_id: str, classes: tuple[RequestClassPlan, ...]
 ) -> tuple[ApiQuote, ...]:
-    """Every API offering of the model priced at the scenario's demand, cheapest first."""
+    """Every API offering of the model priced at the scenario's demand, cheapest first.
+    Prefix-cached prompt tokens are billed at the offering's cached-input price where it
+    lists one, else at its input price (issue #11)."""
     tokens_in = sum(c.requests_per_second * c.input_tokens for c in classes)
+    tokens_cached = sum(c.requests_per_second * c.prefix_cached_tokens for c in classes)
     tokens_out = sum(c.requests_per_second * c.output_tokens for c in classes)
     quotes = []
     for provider, offer in catalog.api_offerings(model_id):
+        cached_price = offer.cached_input_usd_per_1m
         per_hour = api_usd_per_hour(
             offer.input_usd_per_1m, offer.output_usd_per_1m, tokens_in, tokens_out
         )
+        if cached_price is not None:  # the cached tokens' discount from the input price
+            per_hour -= api_usd_per_hour(
+                offer.input_usd_per_1m - cached_price, 0.0, tokens_cached, 0.0
+            )
         per_1k_out = per_hour / (SECONDS_PER_HOUR * tokens_out) * 1e3 if tokens_out else 0.0
         quotes.append(
             ApiQuote(
@@ -60,6 +68,7 @@ def api_quotes(
                 cost_per_1k_output_tokens_usd=per_1k_out,
                 source=offer.source,
                 as_of=offer.as_of,
+                cached_input_usd_per_1m=cached_price,
             )
         )
     return tuple(sorted(quotes, key=lambda q: (q.cost_per_hour_usd, q.provider)))

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.perf import columns
+from planner.perf.speculative import MODES, OFF, SpecOption
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -64,6 +65,9 @@ class GridSpec:
     batches: Sequence[int] = DEFAULT_BATCHES
     shapes: Sequence[tuple[int, int]] = ((1024, 256),)
     prices: dict[str, Price] = field(default_factory=dict)
+    # issue #11: speculation settings crossed with the grid, and the prompt tokens cached
+    speculative: Sequence[SpecOption] = (OFF,)
+    prefix_cached_tokens: int = 0
 
 
 def compute_dtype_for(gpu: Gpu, quant: Quant) -> str:
@@ -169,8 +173,18 @@ def _resolved_row(
 
 REJECTED_COLUMNS = ["gpu", "tp", "quant", "kv_dtype", "reason"]
 GRID_AXES = ("batch", "shape_index", "input_len", "output_len")
+SPEC_AXES = (  # issue #11: set per speculation option (and the class's cached prefix)
+    "speculative", "spec_tokens", "spec_acceptance", "draft_params_held", "draft_params_read",
+    "draft_layers", "draft_kv_elems_per_token", "prefix_cached_tokens",
+)  # fmt: skip
+# those columns for plain decoding with no cached prefix, for grids built outside build_grid
+PLAIN_DECODING = {
+    "speculative": "off", "spec_tokens": 0, "spec_acceptance": 0.0, "draft_params_held": 0.0,
+    "draft_params_read": 0.0, "draft_layers": 0, "draft_kv_elems_per_token": 0.0,
+    "prefix_cached_tokens": 0,
+}  # fmt: skip
 # one row per valid (gpu, tp, quant, kv): the grid columns that do not vary with batch or shape
-DEPLOYMENT_COLUMNS = tuple(c for c in columns.GRID_COLUMNS if c.name not in GRID_AXES)
+DEPLOYMENT_COLUMNS = tuple(c for c in columns.GRID_COLUMNS if c.name not in GRID_AXES + SPEC_AXES)
 
 
 def build_grid(
@@ -194,7 +208,33 @@ def build_grid(
         input_len=shapes[shape_index, 0],
         output_len=shapes[shape_index, 1],
     )
+    grid = with_speculation(grid, spec.speculative, spec.prefix_cached_tokens)
     return columns.conform(grid, columns.GRID_COLUMNS), rejected_df
+
+
+def with_speculation(
+    grid: pd.DataFrame, options: Sequence[SpecOption], prefix_cached_tokens: int
+) -> pd.DataFrame:
+    """Every grid row once per speculation option (in that order), with the cached prefix."""
+    opts = list(options) or [OFF]
+    n, n_o = len(grid), len(opts)
+    if n_o > 1:
+        grid = grid.take(np.repeat(np.arange(n), n_o)).reset_index(drop=True)
+    pick = np.tile(np.arange(n_o), n)
+
+    def of(attr: str) -> np.ndarray:
+        return np.asarray([getattr(o, attr) for o in opts])[pick]
+
+    return grid.assign(
+        speculative=pd.Categorical(of("mode"), categories=sorted(MODES)),
+        spec_tokens=of("spec_tokens").astype(np.int64),
+        spec_acceptance=of("acceptance").astype(float),
+        draft_params_held=of("draft_params_held").astype(float),
+        draft_params_read=of("draft_params_read").astype(float),
+        draft_layers=of("draft_layers").astype(np.int64),
+        draft_kv_elems_per_token=of("draft_kv_elems_per_token").astype(float),
+        prefix_cached_tokens=np.full(len(grid), prefix_cached_tokens, dtype=np.int64),
+    )
 
 
 def unique_ids(items: Iterable) -> list[str]:

@@ -86,6 +86,15 @@ GRID_COLUMNS = _stage(
         ("shape_index", "index", INT, "which request shape of the grid spec"),
         ("input_len", "tokens", INT, "prompt tokens per request"),
         ("output_len", "tokens", INT, "generated tokens per request"),
+        # speculative decoding and prefix caching (issue #11, planner/perf/speculative.py)
+        ("speculative", "id", ID, "speculative decoding: off, mtp or draft"),
+        ("spec_tokens", "tokens", INT, "draft tokens per verify step k (0: off)"),
+        ("spec_acceptance", "fraction", FLOAT, "per-token acceptance rate of the draft"),
+        ("draft_params_held", "params", FLOAT, "parameters the drafter holds in memory"),
+        ("draft_params_read", "params", FLOAT, "parameters one draft step reads"),
+        ("draft_layers", "layers", INT, "drafter layers (all-reduces under tp)"),
+        ("draft_kv_elems_per_token", "elements", FLOAT, "drafter KV elements per token"),
+        ("prefix_cached_tokens", "tokens", INT, "prompt tokens served from the prefix cache"),
     ],
 )
 
@@ -109,7 +118,7 @@ MODEL_COLUMNS = _stage(
         ("t_compute_ms", "ms", FLOAT, "compute time of the decode step"),
         ("t_comm_ms", "ms", FLOAT, "tensor-parallel all-reduce time per step"),
         ("t_overhead_ms", "ms", FLOAT, "fixed per-step cost: launch, scheduling, sampling"),
-        ("tpot_step_ms", "ms", FLOAT, "one decode step: max(memory, compute) + comm + overhead"),
+        ("tpot_step_ms", "ms", FLOAT, "decode time per output token: step / tokens_per_step"),
         ("bound", "name", ID, "memory or compute: which roofline bound holds in decode"),
         ("intensity_flop_per_byte", "FLOP/B", FLOAT, "arithmetic intensity of the decode step"),
         ("ridge_flop_per_byte", "FLOP/B", FLOAT, "ridge point of this GPU at this dtype"),
@@ -126,6 +135,12 @@ MODEL_COLUMNS = _stage(
         ("cost_per_hour_usd", "$/h", FLOAT, "replica cost per hour (tp x GPU price)"),
         ("cost_per_request_usd", "$", FLOAT, "cost per request at planned load"),
         ("cost_per_1k_output_tokens_usd", "$", FLOAT, "cost per 1K output tokens, planned load"),
+        # speculative decoding and prefix caching (issue #11)
+        ("tokens_per_step", "tokens", FLOAT, "tokens one decode step emits: E(k, a), 1 if off"),
+        ("t_verify_ms", "ms", FLOAT, "target pass over k + 1 tokens per sequence (one step)"),
+        ("t_draft_ms", "ms", FLOAT, "the k draft steps of one decode step"),
+        ("draft_per_gpu_gb", "GB", FLOAT, "drafter weights and KV per GPU at this batch"),
+        ("prefix_cache_per_gpu_gb", "GB", FLOAT, "shared prefix KV, held once per replica"),
     ],
 )
 

@@ -13,6 +13,7 @@ from planner.perf import columns
 from planner.perf import memory as mem
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
+from planner.perf import speculative as sp
 from planner.schema.model import Model
 from planner.schema.quant import KV_BYTES
 
@@ -50,16 +51,19 @@ def attention_flops_decode(model: Model, batch: np.ndarray, context: np.ndarray)
     return 4.0 * batch * model.num_attention_heads * model.head_dim * pos
 
 
-def flops_prefill_per_request(model: Model, input_len: np.ndarray) -> np.ndarray:
-    """2 N_active I for the matmuls (LM head once) plus causal attention 4 h d_h pairs."""
+def flops_prefill_per_request(
+    model: Model, input_len: np.ndarray, cached: np.ndarray | float = 0.0
+) -> np.ndarray:
+    """2 N_active (I - P) for the matmuls (LM head once) plus causal attention 4 h d_h pairs
+    of the new tokens; `cached` P prompt tokens come from the prefix cache (issue #11)."""
     window = model.sliding_window.window if model.sliding_window else 0
     body = model.params_active_matmul - (model.params_lm_head or model.params_embedding)
-    pairs = rf.attention_pairs_prefill(
-        input_len, model.n_global_layers, model.n_sliding_layers, window
+    pairs = sp.attention_pairs_after_prefix(
+        input_len, cached, model.n_global_layers, model.n_sliding_layers, window
     )
     head = model.vocab_size * model.hidden_size
     return (
-        2.0 * body * input_len
+        2.0 * body * sp.new_prefill_tokens(input_len, cached)
         + 2.0 * head
         + 4.0 * model.num_attention_heads * (model.head_dim * pairs)
     )
@@ -96,15 +100,19 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
         )
         / tp
     )
-    kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len / 2.0, kv_b) / split
+    cached = _col(df, "prefix_cached_tokens")  # issue #11: the shared prefix, held once
+    # only global layers share the prefix: a sliding window holds each sequence's own tokens
+    prefix = cached * model.n_global_layers * model.kv_elements_per_token_per_layer * kv_b / split
+    kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len / 2.0, kv_b) / split - prefix
+    draft_w, draft_seq = _draft_memory(df, i_len + o_len / 2.0, kv_b, split)
     chunk = _col(df, "eff_prefill_chunk_tokens")
     act = mem.bytes_activations_per_gpu(model, i_len, batch, tp, chunk)
     workspace = mem.bytes_activations_per_gpu(model, i_len, 0 * batch, tp, chunk)
     reserve = _col(df, "eff_runtime_reserve_gb") * GB
-    pool = kv_pool_bytes(df, weights, workspace, reserve)
-    per_seq = kv_seq + model.vocab_size * mem.LOGIT_BYTES / tp
-    total = weights + batch * kv_seq + act + reserve
-    usable = weights + workspace + reserve + np.maximum(pool, 0.0)
+    pool = kv_pool_bytes(df, weights + draft_w, workspace, reserve) - prefix
+    per_seq = kv_seq + draft_seq + model.vocab_size * mem.LOGIT_BYTES / tp
+    total = weights + draft_w + prefix + batch * (kv_seq + draft_seq) + act + reserve
+    usable = weights + draft_w + prefix + workspace + reserve + np.maximum(pool, 0.0)
     out.update(
         weights_per_gpu_gb=weights / GB,
         kv_cache_per_gpu_gb=batch * kv_seq / GB,
@@ -114,6 +122,8 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
         fits=batch * per_seq <= pool,
         memory_shortfall_gb=np.maximum(batch * per_seq - pool, 0.0) / GB,
         max_batch=mem.max_batch_that_fits(pool, per_seq),
+        draft_per_gpu_gb=(draft_w + batch * draft_seq) / GB,
+        prefix_cache_per_gpu_gb=prefix / GB,
     )
     out["_kv_bytes"] = kv_b
     out["_split"] = split
@@ -125,11 +135,12 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     tp, batch = _col(df, "tp"), _col(df, "batch")
     context = _col(df, "input_len") + _col(df, "output_len") / 2.0
     bw, peak = _col(df, "bandwidth_bytes_per_s"), _col(df, "peak_flops")
-    w_bytes = bytes_weights_per_step(model, df, batch) / tp
+    tokens = batch * (_col(df, "spec_tokens") + 1.0)  # issue #11: verify k + 1 per sequence
+    w_bytes = bytes_weights_per_step(model, df, tokens) / tp
     kv_bytes = batch * mem.bytes_kv_cache_per_sequence(model, context, out["_kv_bytes"])
     kv_bytes = kv_bytes / out["_split"]
-    gemm_flops = 2.0 * model.params_active_matmul * batch / tp
-    attn_flops = attention_flops_decode(model, batch, context) / tp
+    gemm_flops = 2.0 * model.params_active_matmul * tokens / tp
+    attn_flops = attention_flops_decode(model, tokens, context) / tp
     eta_mem, eta_c = _col(df, "eff_eta_mem"), _col(df, "eff_eta_compute_decode")
     t_w = rf.latency_memory(w_bytes, bw, eta_mem)
     t_kv = rf.latency_memory(kv_bytes, bw, eta_mem * _col(df, "eff_eta_kv"))
@@ -138,7 +149,7 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     t_comm = rf.latency_allreduce(
         tp,
         model.num_hidden_layers,
-        batch,
+        tokens,
         model.hidden_size,
         _col(df, "link_bytes_per_s"),
         _col(df, "eff_allreduce_latency_us") * 1e-6,
@@ -156,12 +167,71 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
         t_compute_ms=(t_gemm + t_attn) * 1e3,
         t_comm_ms=t_comm * 1e3,
         t_overhead_ms=t_oh * 1e3,
-        tpot_step_ms=step * 1e3,
+        tpot_step_ms=step * 1e3,  # the verify step here; per output token after _draft
         bound=_bound(t_w + t_kv, t_gemm + t_attn),
         intensity_flop_per_byte=rf.arithmetic_intensity(flops, w_bytes + kv_bytes),
         ridge_flop_per_byte=peak / bw,
     )
     out["_step_s"] = step
+
+
+def _draft_memory(
+    df: pd.DataFrame, context: np.ndarray, kv_b: np.ndarray, split: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The drafter's weights per GPU (at the target's weight width, split over tp like the
+    target) and its KV per sequence at `context` tokens (issue #11; zero when off)."""
+    tp = _col(df, "tp")
+    weights = _col(df, "draft_params_held") * _col(df, "weight_bytes_per_param") / tp
+    kv = _col(df, "draft_kv_elems_per_token") * kv_b * context / split
+    return weights, kv
+
+
+def _draft_step(model: Model, df: pd.DataFrame, out: dict) -> np.ndarray:
+    """One draft forward of B tokens (seconds): max(weights / BW, 2 N_draft B / F) + its KV
+    read + its all-reduces + the engine's step overhead. MTP reads 1/L of the target's block
+    weights at this batch (the experts B tokens touch) and the shared LM head."""
+    tp, batch = _col(df, "tp"), _col(df, "batch")
+    wb, eb = _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
+    head_params = model.params_lm_head or model.params_embedding
+    head, layers = head_params * eb, model.num_hidden_layers
+    mtp = (df["speculative"] == "mtp").to_numpy()
+    layer = (bytes_weights_per_step(model, df, batch) - head) / layers
+    read = np.where(mtp, layer + head, _col(df, "draft_params_read") * wb) / tp
+    active = (model.params_active_matmul - head_params) / layers + head_params
+    flops = 2.0 * batch * np.where(mtp, active, _col(df, "draft_params_read")) / tp
+    context = _col(df, "input_len") + _col(df, "output_len") / 2.0
+    kv = batch * _draft_memory(df, context, out["_kv_bytes"], out["_split"])[1]
+    bw, eta = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")
+    t_w = rf.latency_memory(read, bw, eta)
+    t_c = rf.latency_compute(flops, _col(df, "peak_flops"), _col(df, "eff_eta_compute_decode"))
+    t_kv = rf.latency_memory(kv, bw, eta * _col(df, "eff_eta_kv"))
+    t_comm = _col(df, "draft_layers") * rf.latency_allreduce(
+        tp,
+        1,
+        batch,
+        model.hidden_size,
+        _col(df, "link_bytes_per_s"),
+        _col(df, "eff_allreduce_latency_us") * 1e-6,
+    )
+    return np.maximum(t_w, t_c) + t_kv + t_comm + _col(df, "eff_step_overhead_ms") * 1e-3
+
+
+def _speculation(model: Model, df: pd.DataFrame, out: dict) -> None:
+    """Per output token: (verify step + k draft steps) / E(k, a) (issue #11; off: k = 0,
+    E = 1, so the step is unchanged)."""
+    k = _col(df, "spec_tokens")
+    per_step = sp.expected_tokens_per_step(k, _col(df, "spec_acceptance"))
+    verify = out["_step_s"]
+    draft = np.where(k > 0, k * _draft_step(model, df, out), 0.0)
+    step = (verify + draft) / per_step
+    out.update(
+        tokens_per_step=per_step,
+        t_verify_ms=verify * 1e3,
+        t_draft_ms=draft * 1e3,
+        tpot_step_ms=step * 1e3,
+    )
+    out["_step_s"] = step
+    out["_cycle_s"] = verify + draft
 
 
 def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
@@ -174,7 +244,9 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     max(FLOPs / (F eta_pf), W / (BW eta_mem) * I / C) + payload + (alpha + overhead) * I / C.
     """
     tp, i_len, batch = _col(df, "tp"), _col(df, "input_len"), _col(df, "batch")
-    flops = flops_prefill_per_request(model, i_len) / tp
+    cached = _col(df, "prefix_cached_tokens")  # issue #11: prefill computes I - P tokens
+    flops = flops_prefill_per_request(model, i_len, cached) / tp
+    i_len = sp.new_prefill_tokens(i_len, cached)
     chunk = np.minimum(_col(df, "eff_prefill_chunk_tokens"), batch * i_len)
     share = i_len / chunk  # passes this prompt accounts for: 1/B when B prompts share one
     t_c = rf.latency_compute(flops, _col(df, "peak_flops"), _col(df, "eff_eta_compute_prefill"))
@@ -203,7 +275,8 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
     rate = rf.serving_rate(batch, o_len, step, t_share)
     tpot = rf.tpot_with_prefill(step, batch, o_len, t_share)
     load = utilisation * rate
-    ttft_idle = t_pf + step / 2.0  # an idle replica starts the prefill at the next step
+    cycle = out.get("_cycle_s", step)  # one whole decode step (verify + drafts, issue #11)
+    ttft_idle = t_pf + cycle / 2.0  # an idle replica starts the prefill at the next step
     if statistic == "none":
         wait = np.zeros_like(rate)
     else:
@@ -245,6 +318,7 @@ def evaluate_arrays(
     out: dict[str, np.ndarray] = {}
     _memory(model, grid, out)
     _decode(model, grid, out)
+    _speculation(model, grid, out)
     _prefill(model, grid, out)
     _serving(grid, out, utilisation, statistic)
     return {k: v for k, v in out.items() if not k.startswith("_")}

@@ -6,6 +6,7 @@ import pandas as pd
 
 from planner.inputs.catalog import Catalog
 from planner.perf.candidates import Price
+from planner.planning.speculation import assumption_rows
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.scenario import Scenario
@@ -85,6 +86,7 @@ def assumption_table(
 ) -> pd.DataFrame:
     """One row per fact: category, item, field, value, unit, source, date, assumption flag."""
     rows = _scenario_rows(scenario) + _model_rows(model)
+    rows += assumption_rows(scenario, catalog, model)  # issue #11: speculation, prefix cache
     for gpu in gpus:
         rows += _gpu_rows(gpu, prices.get(gpu.id))
     for q_id in scenario.search.quants:

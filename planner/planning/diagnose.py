@@ -36,6 +36,20 @@ def _memory_message(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
     )
 
 
+def _spec_label(row: pd.Series) -> str:
+    """' draft k5 (a 0.6)' for a speculating candidate, '' otherwise (issue #11)."""
+    if row["speculative"] == "off":
+        return ""
+    return f" {row['speculative']} k{row['spec_tokens']} (a {row['spec_acceptance']:g})"
+
+
+def _spec_hint(fitting: pd.DataFrame) -> str:
+    """Suggest speculative decoding when the search left it off (issue #11)."""
+    if (fitting["speculative"] != "off").any():
+        return ""
+    return " or let search.speculative consider mtp/draft (auto)"
+
+
 def _sla_message(cls: RequestClassPlan, fitting: pd.DataFrame) -> str:
     """No fitting candidate meets the SLA of a class: the best reachable figures."""
     best_tpot = fitting.loc[fitting["tpot_ms"].idxmin()]
@@ -44,9 +58,10 @@ def _sla_message(cls: RequestClassPlan, fitting: pd.DataFrame) -> str:
     if cls.tpot_ms is not None and best_tpot.tpot_ms > cls.tpot_ms:
         parts.append(
             f"The best TPOT any candidate reaches is {best_tpot.tpot_ms:.1f} ms "
-            f"({best_tpot.gpu} tp {best_tpot.tp} {best_tpot.quant} batch {best_tpot.batch}) "
-            f"against a target of {cls.tpot_ms:g} ms; relax sla.tpot_ms to at least "
-            f"{math.ceil(best_tpot.tpot_ms * 10) / 10:g} or allow faster GPUs/lower-bit quants."
+            f"({best_tpot.gpu} tp {best_tpot.tp} {best_tpot.quant} batch {best_tpot.batch}"
+            f"{_spec_label(best_tpot)}) against a target of {cls.tpot_ms:g} ms; relax "
+            f"sla.tpot_ms to at least {math.ceil(best_tpot.tpot_ms * 10) / 10:g} or allow "
+            f"faster GPUs/lower-bit quants{_spec_hint(fitting)}."
         )
     if cls.ttft_ms is not None:
         ok_tpot = fitting if cls.tpot_ms is None else fitting[fitting["tpot_ms"] <= cls.tpot_ms]

@@ -24,6 +24,7 @@ from planner.schema.bounded import Range
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.scenario import Pricing
+from planner.schema.speculative import MAX_SPEC_TOKENS
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,12 @@ class EstimateRequest:
     price_usd_per_gpu_hour: float | None = None
     concurrency: int | None = None  # closed loop: C clients, next request when one finishes
     rate: float | None = None  # open loop: Poisson arrivals, requests/s
+    # issue #11: speculative decoding (off | mtp | draft) and prompt tokens served from cache
+    speculative: str = "off"
+    spec_tokens: int | None = None
+    spec_acceptance: float | None = None
+    draft_model: str | None = None
+    prefix_cached_tokens: int = 0
 
 
 def check_context(model: Model, input_len: int, output_len: int, where: str = "") -> None:
@@ -65,6 +72,9 @@ _OPTION_RANGES = {
     "input_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
     "output_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
     "utilisation": Range(0, 1, low_open=True, high_open=True),
+    "spec_tokens": Range(0, MAX_SPEC_TOKENS, low_open=True, unit="tokens", whole=True),
+    "spec_acceptance": Range(0, 1, low_open=True, high_open=True),
+    "prefix_cached_tokens": Range(0, limits.MAX_TOKENS, unit="tokens", whole=True),
     "price_usd_per_gpu_hour": Range(
         0, limits.MAX_USD_PER_GPU_HOUR, low_open=True, unit="USD per GPU-hour"
     ),
@@ -115,12 +125,34 @@ def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd
         batches=[batch],
         shapes=[(req.input_len, req.output_len)],
         prices={gpu.id: price} if price else {},
+        speculative=_spec(req, model, catalog),
+        prefix_cached_tokens=req.prefix_cached_tokens,
     )
     grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
     if grid.empty:
         reason = rejected["reason"].iloc[0] if not rejected.empty else "unknown reason"
         raise InputError(f"impossible combination: {reason}")
     return model, grid
+
+
+def _spec(req: EstimateRequest, model: Model, catalog: Catalog) -> list:
+    """The one speculation setting asked for (issue #11)."""
+    from planner.planning.speculation import SpecRequest, spec_options
+
+    if req.speculative == "off":
+        return spec_options(model, SpecRequest(), catalog)
+    ask = SpecRequest(
+        (req.speculative,), req.spec_tokens, req.spec_acceptance, req.draft_model, "--speculative"
+    )
+    return spec_options(model, ask, catalog)
+
+
+def _check_prefix(req: EstimateRequest) -> None:
+    if req.prefix_cached_tokens >= req.input_len:
+        raise InputError(
+            f"--prefix-cached-tokens: {req.prefix_cached_tokens} must be less than "
+            f"--input-len {req.input_len} (at least one prompt token is new)"
+        )
 
 
 def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> pd.Series:
@@ -205,6 +237,7 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
     planned utilisation, as `solve` plans."""
     _check_ranges(req)
     _check_load(req)
+    _check_prefix(req)
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     if req.concurrency is not None:

@@ -30,6 +30,7 @@ from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.plan import Plan
+from planner.planning.speculation import SpecRequest, spec_options, speculation_note
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.plan import Deployment, FleetSummary, RequestClassPlan
@@ -40,6 +41,7 @@ from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 def request_classes(scenario: Scenario) -> tuple[RequestClassPlan, ...]:
     """Each class with its demand and effective SLA (its own, else the scenario's)."""
     out = []
+    cached = scenario.workload.prefix_cached()
     for name, rate, i_len, o_len, sla in scenario.workload.resolved_classes():
         own = sla or scenario.sla
         out.append(
@@ -51,6 +53,7 @@ def request_classes(scenario: Scenario) -> tuple[RequestClassPlan, ...]:
                 tpot_ms=own.tpot_ms if own.tpot_ms is not None else scenario.sla.tpot_ms,
                 ttft_ms=own.ttft_ms if own.ttft_ms is not None else scenario.sla.ttft_ms,
                 statistic=own.statistic if sla else scenario.sla.statistic,
+                prefix_cached_tokens=cached.get(name, 0),
             )
         )
     return tuple(out)
@@ -94,6 +97,7 @@ def evaluate_classes(
     gpus = allowed_gpus(scenario, catalog)
     quants = [catalog.quant(q) for q in scenario.search.quants]
     engine = catalog.engine(scenario.engine)
+    speculative = scenario_spec_options(scenario, catalog, model)
     frames, rejected = [], pd.DataFrame()
     for cls in classes:
         spec = GridSpec(
@@ -104,6 +108,8 @@ def evaluate_classes(
             batches=_batches(scenario),
             shapes=[(cls.input_tokens, cls.output_tokens)],
             prices=prices,
+            speculative=speculative,
+            prefix_cached_tokens=cls.prefix_cached_tokens,
         )
         grid, rejected = build_grid(model, spec, engine)
         if grid.empty:
@@ -114,6 +120,13 @@ def evaluate_classes(
         return columns.empty(columns.CANDIDATE_COLUMNS), rejected
     table = pd.concat(frames, ignore_index=True)
     return columns.conform(table, columns.CANDIDATE_COLUMNS), rejected
+
+
+def scenario_spec_options(scenario: Scenario, catalog: Catalog, model: Model) -> list:
+    """The speculation settings the scenario's search allows (issue #11)."""
+    s = scenario.search
+    req = SpecRequest(s.speculative, s.spec_tokens, s.spec_acceptance, s.draft_model)
+    return spec_options(model, req, catalog)
 
 
 def _judged(rows: pd.DataFrame, cls: RequestClassPlan) -> pd.DataFrame:
@@ -166,6 +179,9 @@ def _summarise(
                 ttft_ms=max(ttft.values()),
                 tpot_ms_by_class=tpot,
                 ttft_ms_by_class=ttft,
+                speculative=str(cand["speculative"]),
+                spec_tokens=int(cand["spec_tokens"]),
+                spec_acceptance=float(first["spec_acceptance"]),
             )
         )
     return _totals(solution, tuple(lines), classes)
@@ -300,6 +316,9 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     premium = percentile_premium(scenario, catalog, result)
     if premium:
         result = replace(result, notes=(*result.notes, premium))
+    spec_note = speculation_note(scenario, result)  # issue #11
+    if spec_note:
+        result = replace(result, notes=(*result.notes, spec_note))
     if scenario.finance is not None:
         from planner.planning.timeplan import plan_over_time
 

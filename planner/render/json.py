@@ -99,7 +99,25 @@ def estimate_dict(row: pd.Series) -> dict:
     breakdown = {k: row[v] for k, v in BREAKDOWN_KEYS.items() if v}
     breakdown["prefill_interference_ms"] = row["tpot_ms"] - row["tpot_step_ms"]
     out["breakdown"] = breakdown
+    out.update(speculation_dict(row))
     return out
+
+
+def speculation_dict(row: pd.Series) -> dict:
+    """Speculative decoding and the prefix cache of one evaluated row (issue #11)."""
+    return {
+        "speculative": {
+            "mode": str(row["speculative"]),
+            "spec_tokens": int(row["spec_tokens"]),
+            "acceptance": float(row["spec_acceptance"]),
+            "tokens_per_step": float(row["tokens_per_step"]),
+            "verify_step_ms": float(row["t_verify_ms"]),
+            "draft_ms": float(row["t_draft_ms"]),
+            "draft_per_gpu_gb": float(row["draft_per_gpu_gb"]),
+        },
+        "prefix_cached_tokens": int(row["prefix_cached_tokens"]),
+        "prefix_cache_per_gpu_gb": float(row["prefix_cache_per_gpu_gb"]),
+    }
 
 
 def _deployment_dict(d: Deployment) -> dict:
@@ -127,7 +145,10 @@ def offered_records(plan: Plan) -> list[dict]:
     """Every SLA-feasible candidate offered to the solver, one record per (candidate, class)."""
     names = [c.name for c in plan.classes]
     keys, capacity = plan.offered.keys, plan.offered.capacity
-    key = {k: keys[k].tolist() for k in ("gpu", "tp", "quant", "kv_dtype", "batch")}
+    key = {
+        k: keys[k].tolist()
+        for k in ("gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens")
+    }
     cost = keys["cost_per_hour_usd"].tolist()
     return [
         {
@@ -137,6 +158,8 @@ def offered_records(plan: Plan) -> list[dict]:
             "quant": key["quant"][i],
             "kv_dtype": key["kv_dtype"][i],
             "batch": int(key["batch"][i]),
+            "speculative": str(key["speculative"][i]),  # issue #11
+            "spec_tokens": int(key["spec_tokens"][i]),
             "capacity_requests_per_s": float(capacity[i, j]),
             "cost_per_hour_usd": float(cost[i]),
         }

@@ -13,7 +13,7 @@ import pandas as pd
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
 from planner.render.tables import Col, Layout, human, money, per_token_money, table, wrap
-from planner.schema.plan import Deployment, FleetSummary
+from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 from planner.units import HOURS_PER_MONTH
 
 # a smaller saving of the GPU mix is rounding: the optimum is the single-GPU-type plan
@@ -73,8 +73,31 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     )
     rows = [(n, f"{float(v):.3f}", d) for n, v, d in terms]
     tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
-    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, cost)]
+    extra = speculation_lines(row)
+    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, cost)]
     return "\n".join([*prose[:3], tbl, *prose[3:]])
+
+
+def speculation_lines(row: pd.Series) -> list[str]:
+    """Speculative decoding and the prefix cache of an estimate, when used (issue #11)."""
+    out = []
+    if row["speculative"] != "off":
+        k, a, e = row["spec_tokens"], row["spec_acceptance"], row["tokens_per_step"]
+        out.append(
+            f"Speculative decoding: {row['speculative']}, k {k} draft tokens, acceptance "
+            f"{a:.2f} -> E = (1 - a^(k+1)) / (1 - a) = {e:.2f} tokens per step; the read and "
+            f"compute terms are the verify pass over k + 1 tokens ({row['t_verify_ms']:.2f} "
+            f"ms); decode step = (that + {k} draft steps, {row['t_draft_ms']:.2f} ms) / E; "
+            f"drafter {row['draft_per_gpu_gb']:.2f} GB/GPU (weights + its KV)"
+        )
+    if row["prefix_cached_tokens"] > 0:
+        out.append(
+            f"Prefix cache: {row['prefix_cached_tokens']} of {row['input_len']} prompt tokens "
+            f"served from cache (prefill computes {row['input_len'] - row['prefix_cached_tokens']}"
+            f"); the shared prefix's KV, {row['prefix_cache_per_gpu_gb']:.2f} GB/GPU, is held "
+            "once per replica"
+        )
+    return out
 
 
 def serves(d: Deployment) -> str:
@@ -107,7 +130,7 @@ def _fleet_rows(f: FleetSummary) -> list[tuple]:
             serves(d),
             d.gpus,
             d.tp,
-            d.quant,
+            d.quant if d.speculative == "off" else f"{d.quant} {d.speculative}{d.spec_tokens}",
             d.kv_dtype,
             d.batch,
             d.replicas,
@@ -229,6 +252,15 @@ def _single_gpu_line(plan: Plan) -> str:
     return head + " (the optimum uses one GPU type)"
 
 
+def _cached_note(plan: Plan, api: ApiQuote) -> str:
+    """How the API bills prefix-cached prompt tokens, when the plan has any (issue #11)."""
+    if not any(c.prefix_cached_tokens for c in plan.classes):
+        return ""
+    if api.cached_input_usd_per_1m is None:
+        return "; lists no cached-input price, so cached prompt tokens are billed in full"
+    return f"; cached prompt tokens at ${api.cached_input_usd_per_1m:g} per 1M"
+
+
 def _api_line(plan: Plan) -> str:
     """The cheapest API at the average demand against the fleet sized for the peak."""
     api, monthly, saving = (
@@ -253,7 +285,8 @@ def _api_line(plan: Plan) -> str:
         basis += f", averaged over {plan.over_time.horizon_months} months of growth"
     return (
         f"Cheapest API: {api.provider} {api.provider_model_id} "
-        f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out, "
+        f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out"
+        f"{_cached_note(plan, api)}, "
         f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
         f"{plan.self_hosted_basis}, {money(plan.self_hosted_monthly_usd, 0)}/month"
     )

@@ -16,6 +16,7 @@ class RequestClassPlan:
     tpot_ms: float | None
     ttft_ms: float | None
     statistic: str
+    prefix_cached_tokens: int = 0  # issue #11: prompt tokens served from the prefix cache
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,10 @@ class Deployment:
     ttft_ms: float
     tpot_ms_by_class: dict[str, float]
     ttft_ms_by_class: dict[str, float]
+    # issue #11: speculative decoding of this line (off: k 0, acceptance 0)
+    speculative: str = "off"
+    spec_tokens: int = 0
+    spec_acceptance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -75,3 +80,6 @@ class ApiQuote:
     cost_per_1k_output_tokens_usd: float
     source: str
     as_of: str
+    # issue #11: the cached-input price billed for prefix-cached tokens (None: not listed,
+    # so cached tokens are billed at the input price)
+    cached_input_usd_per_1m: float | None = None

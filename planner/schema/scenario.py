@@ -11,6 +11,7 @@ from planner.schema import limits
 from planner.schema.bounded import ListCap, Name, NoRepeats, between, whole
 from planner.schema.common import Strict
 from planner.schema.finance import Energy, Finance
+from planner.schema.speculative import Acceptance, SpecChoice, SpecTokens
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(ms|s|us|µs)?\s*$")
 _TO_MS = {"ms": 1.0, None: 1.0, "s": 1e3, "us": 1e-3, "µs": 1e-3}
@@ -67,9 +68,16 @@ class RequestClass(Strict):
     input_tokens: Tokens
     output_tokens: Tokens
     sla: Sla | None = None
+    # issue #11: prompt tokens served from the prefix cache (a shared system prompt, corpus)
+    prefix_cached_tokens: Annotated[int, whole(0, limits.MAX_TOKENS, unit="tokens")] = 0
 
     @model_validator(mode="after")
     def _share_or_rate(self) -> RequestClass:
+        if self.prefix_cached_tokens >= self.input_tokens:
+            raise ValueError(
+                f"class '{self.name}': prefix_cached_tokens ({self.prefix_cached_tokens}) must "
+                f"be less than input_tokens ({self.input_tokens}): at least one token is new"
+            )
         if (self.share is None) == (self.requests_per_second is None):
             raise ValueError(
                 f"class '{self.name}': give exactly one of 'share' (fraction of "
@@ -85,10 +93,18 @@ class Workload(Strict):
     input_tokens: Tokens | None = None
     output_tokens: Tokens | None = None
     classes: list[RequestClass] | None = Field(default=None, max_length=limits.MAX_CLASSES)
+    prefix_cached_tokens: Annotated[int, whole(0, limits.MAX_TOKENS, unit="tokens")] = 0
 
     @model_validator(mode="after")
     def _one_shape_or_classes(self) -> Workload:
         single = self.input_tokens is not None or self.output_tokens is not None
+        if self.classes is not None and self.prefix_cached_tokens:
+            raise ValueError("give prefix_cached_tokens per class when the workload has classes")
+        if self.input_tokens is not None and self.prefix_cached_tokens >= self.input_tokens:
+            raise ValueError(
+                f"prefix_cached_tokens ({self.prefix_cached_tokens}) must be less than "
+                f"input_tokens ({self.input_tokens}): at least one token is new"
+            )
         if self.classes is not None and single:
             raise ValueError("give either input_tokens/output_tokens or classes, not both")
         if self.classes is None:
@@ -140,6 +156,12 @@ class Workload(Strict):
         """The total arrival rate of every class at the peak."""
         return sum(rate for _, rate, *_ in self.resolved_classes())
 
+    def prefix_cached(self) -> dict[str, int]:
+        """Prompt tokens served from the prefix cache, per class name (issue #11)."""
+        if self.classes is None:
+            return {"all": self.prefix_cached_tokens}
+        return {c.name: c.prefix_cached_tokens for c in self.classes}
+
     def resolved_classes(self) -> list[tuple[str, float, int, int, Sla | None]]:
         """(name, requests/s, input, output, sla) for every class."""
         if self.classes is None:
@@ -181,6 +203,12 @@ class Search(Strict):
     batch_min: BatchSize = 1
     batch_max: BatchSize = 1024
     target_utilization: Utilization = 0.8
+    # issue #11: speculative decoding the optimiser may choose (auto: off and every setting
+    # data/speculative.yaml lists for the model); k and acceptance override those defaults
+    speculative: Annotated[list[SpecChoice], NoRepeats] = ["off"]
+    spec_tokens: SpecTokens | None = None
+    spec_acceptance: Acceptance | None = None
+    draft_model: Name | None = None
 
     @model_validator(mode="after")
     def _range(self) -> Search:

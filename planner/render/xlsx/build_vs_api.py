@@ -18,6 +18,7 @@ from planner.render.xlsx.names import (
     ref,
 )
 from planner.render.xlsx.styles import BOLD, MONEY, fit_widths
+from planner.schema.plan import ApiQuote
 from planner.units import SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 
 
@@ -83,6 +84,15 @@ def _api_monthly(plan: Plan, names: Names, r: int) -> str:
     return f"=({tokens_in}*C{r}+{tokens_out}*D{r})/{TOKENS_PER_1M:.0f}/{ot.horizon_months}"
 
 
+def _cached_term(plan: Plan, q: ApiQuote, r: int) -> str:
+    """The discount on prefix-cached prompt tokens, at the quote's cached-input price
+    (issue #11): '-cached_tokens_per_s*(C - cached price)', or '' when none applies."""
+    cached = sum(c.requests_per_second * c.prefix_cached_tokens for c in plan.classes)
+    if not cached or q.cached_input_usd_per_1m is None:
+        return ""
+    return f"-{cached:.10g}*(C{r}-{q.cached_input_usd_per_1m:.10g})"
+
+
 def _notes(plan: Plan, analysis: Analysis) -> list[str]:
     notes = [
         "break-even: the peak demand (and the tokens per month it brings) from which a "
@@ -119,7 +129,8 @@ def write_build_vs_api(
             q.provider_model_id,
             q.input_usd_per_1m,
             q.output_usd_per_1m,
-            f"=({summary}!$B$9*C{r}+{summary}!$B$10*D{r})*{SECONDS_PER_HOUR:.0f}/{TOKENS_PER_1M:.0f}",
+            f"=({summary}!$B$9*C{r}+{summary}!$B$10*D{r}{_cached_term(plan, q, r)})"
+            f"*{SECONDS_PER_HOUR:.0f}/{TOKENS_PER_1M:.0f}",
             _api_monthly(plan, names, r),
             f"=E{r}/({SECONDS_PER_HOUR:.0f}*{summary}!$B$10)*{TOKENS_PER_1K:.0f}"
             if tok_out > 0

@@ -28,6 +28,13 @@ def _class_detail(d: Deployment) -> str:
     return "; ".join(parts)
 
 
+def spec_label(d: Deployment) -> str:
+    """'off', or 'draft: k 5, acceptance 0.6' (issue #11)."""
+    if d.speculative == "off":
+        return "off"
+    return f"{d.speculative}: k {d.spec_tokens}, acceptance {d.spec_acceptance:g}"
+
+
 def _tightest(values: Iterable[float | None]) -> float | None:
     found = [v for v in values if v is not None]
     return min(found) if found else None
@@ -66,6 +73,7 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
             _tightest(c.ttft_ms for c in served),
             _class_detail(d),
             d.price_provider,
+            spec_label(d),
         ]
         for j, v in enumerate(values):
             put(ws, r, j + 1, v, fmts[j])

@@ -1,0 +1,234 @@
+"""Speculative decoding and prefix caching (issue #11): formulas pinned to hand-computed
+values, invariants as hypothesis properties, and the CLI and shipped scenarios end to end."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_perf import seventy_billion_fp16_model
+
+from planner.cli import cli
+from planner.inputs.scenarios import load_scenario
+from planner.money.pricing import api_quotes
+from planner.perf.candidates import GridSpec, Price, build_grid
+from planner.perf.evaluate import evaluate, flops_prefill_per_request
+from planner.perf.speculative import SpecOption, draft_option, expected_tokens_per_step
+from planner.planning.pipeline import plan
+from planner.schema.plan import RequestClassPlan
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("k", "a", "want"),
+    [
+        (1, 0.85, 1.85),  # DeepSeek-V3 MTP: 1 + 0.85
+        (5, 0.6, (1 - 0.6**6) / 0.4),  # 2.38336
+        (3, 0.5, 1 + 0.5 + 0.25 + 0.125),  # 1.875
+        (4, 1.0, 5.0),  # every draft accepted: k + 1
+        (0, 0.0, 1.0),  # off
+    ],
+)
+def test_expected_tokens_per_step_is_the_geometric_sum(k, a, want):
+    assert float(expected_tokens_per_step(k, a)) == pytest.approx(want, rel=1e-12)
+
+
+def test_expected_tokens_for_k5_a06_by_hand():
+    assert float(expected_tokens_per_step(5, 0.6)) == pytest.approx(2.38336, rel=1e-12)
+
+
+def test_prefill_skips_the_cached_tokens_by_hand():
+    """Synthetic 70B (L 100, h 8, d_h 125, body 60.400001e9 matmul params): caching 600 of
+    1000 tokens saves 2 x body x 600 + 4 h d_h L (600^2 / 2) = 7.2480000e13 + 7.2e10 FLOPs."""
+    model = seventy_billion_fp16_model()
+    whole = flops_prefill_per_request(model, np.array([1000.0]))
+    cached = flops_prefill_per_request(model, np.array([1000.0]), np.array([600.0]))
+    assert float((whole - cached)[0]) == pytest.approx(7.2552001200e13, rel=1e-12)
+
+
+def _grid(catalog, model, *, spec=(SpecOption(),), cached=0, batch=1, shape=(1024, 256),
+          gpu="h100-sxm", quant="fp8", tp=1, ideal=False):  # fmt: skip
+    g = catalog.gpu(gpu)
+    grid_spec = GridSpec(
+        gpus=[g],
+        quants=[catalog.quant(quant)],
+        tps=[tp],
+        batches=[batch],
+        shapes=[shape],
+        prices={g.id: Price(2.0, "test")},
+        speculative=spec,
+        prefix_cached_tokens=cached,
+    )
+    grid, rejected = build_grid(model, grid_spec, catalog.engine("vllm"), ideal)
+    assert not grid.empty, rejected
+    return evaluate(model, grid, 0.8)
+
+
+def test_verify_pass_and_draft_steps_by_hand(catalog):
+    """Ideal H100 (3.35 TB/s), bf16 synthetic 70B at batch 1: the verify pass over k + 1 = 4
+    tokens reads the same 140 GB (memory-bound, so the same time as one plain step); a dense
+    1e9-parameter drafter at 2 bytes reads 2 GB per step = 0.597 ms, x3; per token
+    (verify + drafts) / E(3, 0.5) = / 1.875."""
+    model = seventy_billion_fp16_model()
+    drafter = SpecOption("draft", 3, 0.5, 1e9, 1e9, 0, 0.0)
+    rows = _grid(catalog, model, spec=(SpecOption(), drafter), quant="bf16", ideal=True)
+    off, on = rows.iloc[0], rows.iloc[1]
+    assert on.t_weights_ms == pytest.approx(off.t_weights_ms, rel=1e-12)
+    assert on.t_compute_ms == pytest.approx(4 * off.t_compute_ms, rel=1e-9)
+    assert on.t_draft_ms == pytest.approx(3 * 2e9 / 3.35e12 * 1e3, rel=1e-9)
+    assert on.tokens_per_step == pytest.approx(1.875)
+    assert on.tpot_step_ms == pytest.approx((on.t_verify_ms + on.t_draft_ms) / 1.875, rel=1e-12)
+    assert off.t_verify_ms == pytest.approx(off.tpot_step_ms, rel=1e-12)
+
+
+def test_drafter_and_prefix_memory_by_hand(catalog):
+    """Llama-3.1-8B bf16 KV: 2 x 32 layers x 8 heads x 128 x 2 B = 131,072 B per token, so a
+    1,000-token shared prefix holds 0.131072 GB once; a Llama-3.2-1B drafter at fp8 holds its
+    1,235,814,400 parameters at 1 byte plus 16 x 1024 x 2 B of KV per token."""
+    model, draft = catalog.model("llama-3.1-8b"), catalog.model("llama-3.2-1b")
+    opt = draft_option(draft, 5, 0.6)
+    rows = _grid(catalog, model, spec=(opt,), cached=1000, batch=4, shape=(2000, 200))
+    row = rows.iloc[0]
+    assert row.prefix_cache_per_gpu_gb == pytest.approx(0.131072, rel=1e-9)
+    draft_kv = 4 * 16 * 1024 * 2 * (2000 + 100)
+    assert row.draft_per_gpu_gb == pytest.approx((1_235_814_400 + draft_kv) / 1e9, rel=1e-9)
+    own_kv = 4 * 131_072 * (2000 + 100 - 1000)
+    assert row.kv_cache_per_gpu_gb == pytest.approx(own_kv / 1e9, rel=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.floats(0.05, 0.95),
+    st.floats(0.0, 0.04),
+    st.integers(1, 8),
+    st.sampled_from([1, 8, 64, 256]),
+)
+def test_higher_acceptance_never_raises_tpot(catalog, a, delta, k, batch):
+    model, draft = catalog.model("llama-3.3-70b"), catalog.model("llama-3.2-1b")
+    low, high = draft_option(draft, k, a), draft_option(draft, k, min(a + delta, 0.99))
+    rows = _grid(catalog, model, spec=(low, high), batch=batch, tp=2)
+    assert rows.iloc[1].tpot_ms <= rows.iloc[0].tpot_ms * (1 + 1e-12)
+    assert rows.iloc[1].throughput_tok_s >= rows.iloc[0].throughput_tok_s * (1 - 1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-27b"]),
+    st.integers(0, 7000),
+    st.integers(0, 7000),
+    st.sampled_from([1, 16, 128]),
+)
+def test_more_cached_tokens_never_raise_ttft_or_cost(catalog, model_id, p1, p2, batch):
+    model = catalog.model(model_id)
+    few, many = sorted((p1, p2))
+    a = _grid(catalog, model, cached=few, batch=batch, shape=(8000, 200)).iloc[0]
+    b = _grid(catalog, model, cached=many, batch=batch, shape=(8000, 200)).iloc[0]
+    assert b.ttft_ms <= a.ttft_ms * (1 + 1e-12)
+    assert b.prefill_ms <= a.prefill_ms * (1 + 1e-12)
+    assert b.cost_per_request_usd <= a.cost_per_request_usd * (1 + 1e-12)
+
+
+def test_api_bills_cached_tokens_at_the_cached_price(catalog):
+    """Groq gpt-oss-120b: $0.15 in, $0.075 cached, $0.60 out per 1M. 1 req/s of 1000 in (600
+    cached) and 100 out: (400 x 0.15 + 600 x 0.075 + 100 x 0.6) / 1e6 x 3600 = $0.594/h."""
+    cls = RequestClassPlan("a", 1.0, 1000, 100, None, None, "mean", prefix_cached_tokens=600)
+    quotes = {q.provider: q for q in api_quotes(catalog, "gpt-oss-120b", (cls,))}
+    groq = next(q for p, q in quotes.items() if p.startswith("Groq"))
+    assert groq.cost_per_hour_usd == pytest.approx(0.594, rel=1e-9)
+    uncached = [q for q in quotes.values() if q.cached_input_usd_per_1m is None]
+    assert uncached, "the test needs an offering that lists no cached price"
+    for q in uncached:  # billed in full
+        full = (1000 * q.input_usd_per_1m + 100 * q.output_usd_per_1m) / 1e6 * 3600
+        assert q.cost_per_hour_usd == pytest.approx(full, rel=1e-9)
+
+
+def _estimate(*args: str):
+    return CliRunner().invoke(cli, ["estimate", *args], obj={})
+
+
+def test_estimate_speculative_json_at_batch_1_and_128():
+    base = ["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "2", "--quant", "fp8"]
+    out = {}
+    for batch in ("1", "128"):
+        for mode in ("off", "draft"):
+            res = _estimate(*base, "--batch", batch, "--speculative", mode, "--json")
+            assert res.exit_code == 0, res.output
+            out[batch, mode] = json.loads(res.output)
+    spec = out["1", "draft"]["speculative"]
+    assert spec["mode"] == "draft" and spec["spec_tokens"] == 5
+    assert spec["tokens_per_step"] == pytest.approx(2.38336)
+    assert out["1", "draft"]["tpot_ms"] < out["1", "off"]["tpot_ms"]  # memory-bound: pays
+    assert out["128", "draft"]["bound"] == "compute"  # verify 6 tokens x 128 sequences
+    assert out["128", "draft"]["throughput_tok_s"] < out["128", "off"]["throughput_tok_s"]
+
+
+def test_estimate_prefix_cache_lowers_ttft_and_prints_it():
+    base = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--input-len", "8000"]
+    plain = json.loads(_estimate(*base, "--json").output)
+    cached = json.loads(_estimate(*base, "--prefix-cached-tokens", "6000", "--json").output)
+    assert cached["prefill_ms"] < plain["prefill_ms"]
+    assert cached["prefix_cached_tokens"] == 6000
+    text = _estimate(*base, "--prefix-cached-tokens", "6000").output
+    assert "Prefix cache: 6000 of 8000 prompt tokens" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--speculative", "mtp"], "no published default"),
+        (["--speculative", "draft", "--draft-model", "qwen3-8b"], "share the target's tokenizer"),
+        (["--speculative", "draft", "--spec-acceptance", "1.5"], "--spec-acceptance"),
+        (["--prefix-cached-tokens", "1024"], "must be less than --input-len 1024"),
+    ],
+)
+def test_estimate_bad_speculation_exits_2(args, needle):
+    res = _estimate("--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "2", *args)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+
+
+def test_fast_chat_chooses_the_draft_only_because_it_pays(catalog):
+    scenario, cat = load_scenario(ROOT / "scenarios" / "fast-chat.yaml", catalog)
+    result = plan(scenario, cat)
+    assert {d.speculative for d in result.fleet.deployments} == {"draft"}
+    note = next(n for n in result.notes if n.startswith("speculative decoding"))
+    assert "chosen" in note and "more" in note
+    facts = result.assumptions
+    spec = facts[facts["category"] == "speculative"]
+    assert set(spec["field"]) >= {"draft tokens per step k", "per-token acceptance a"}
+    assert spec["assumption"].all()
+
+
+def test_rag_prefix_cache_saves_on_both_sides(catalog):
+    scenario, cat = load_scenario(ROOT / "scenarios" / "rag.yaml", catalog)
+    cached = plan(scenario, cat)
+    workload = scenario.workload.model_copy(update={"prefix_cached_tokens": 0})
+    uncached = plan(scenario.model_copy(update={"workload": workload}), cat)
+    assert cached.fleet.total_cost_per_hour_usd < uncached.fleet.total_cost_per_hour_usd
+    before = {(q.provider, q.provider_model_id): q for q in uncached.api_quotes}
+    for q in cached.api_quotes:
+        old = before[q.provider, q.provider_model_id]
+        if q.cached_input_usd_per_1m is not None and q.cached_input_usd_per_1m < q.input_usd_per_1m:
+            assert q.cost_per_hour_usd < old.cost_per_hour_usd
+        else:
+            assert q.cost_per_hour_usd == pytest.approx(old.cost_per_hour_usd)
+    assert replace(cached.classes[0], prefix_cached_tokens=0) == uncached.classes[0]
+
+
+@pytest.mark.parametrize("model_id", ["llama-3.1-8b", "gpt-oss-120b", "gemma-3-27b"])
+def test_one_sequence_holds_the_same_kv_with_or_without_the_cache(catalog, model_id):
+    """At batch 1 the shared prefix plus the sequence's own KV is the whole context's KV; only
+    global layers share it (a sliding window holds each sequence's own last tokens)."""
+    model = catalog.model(model_id)
+    plain = _grid(catalog, model, shape=(8000, 200), tp=2).iloc[0]
+    cached = _grid(catalog, model, cached=6000, shape=(8000, 200), tp=2).iloc[0]
+    total = cached.kv_cache_per_gpu_gb + cached.prefix_cache_per_gpu_gb
+    assert total == pytest.approx(plain.kv_cache_per_gpu_gb, rel=1e-9)
+    assert cached.kv_cache_per_gpu_gb > 0
