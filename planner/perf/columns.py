@@ -82,6 +82,9 @@ GRID_COLUMNS = _stage(
         ("eff_kv_budget_of_free", "bool", FLOAT, "engine: mem_util of free memory"),
         ("eff_activations_in_budget", "bool", FLOAT, "engine: activations inside mem_util"),
         ("eff_prefill_chunk_tokens", "tokens", FLOAT, "engine: tokens per chunked-prefill pass"),
+        # disaggregated prefill/decode (issue #11)
+        ("role", "name", ID, "aggregated, or the prefill or decode pool of a disaggregated fleet"),
+        ("scaleout_link_bytes_per_s", "B/s", FLOAT, "scale-out NIC per GPU (NaN: not sourced)"),
         ("batch", "sequences", INT, "sequences per replica: the engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT, "which request shape of the grid spec"),
         ("input_len", "tokens", INT, "prompt tokens per request"),
@@ -126,6 +129,8 @@ MODEL_COLUMNS = _stage(
         ("cost_per_hour_usd", "$/h", FLOAT, "replica cost per hour (tp x GPU price)"),
         ("cost_per_request_usd", "$", FLOAT, "cost per request at planned load"),
         ("cost_per_1k_output_tokens_usd", "$", FLOAT, "cost per 1K output tokens, planned load"),
+        # disaggregated prefill/decode (issue #11)
+        ("kv_transfer_ms", "ms", FLOAT, "this pool's NIC time for one request's KV (0: aggregated)"),
     ],
 )
 

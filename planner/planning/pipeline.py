@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
@@ -25,7 +26,9 @@ from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
 from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate, ttft_ms_at
+from planner.fleet import disagg as disagg_fleet
 from planner.planning import assumptions as facts
+from planner.planning import disagg
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
@@ -104,6 +107,7 @@ def evaluate_classes(
             batches=_batches(scenario),
             shapes=[(cls.input_tokens, cls.output_tokens)],
             prices=prices,
+            roles=disagg.roles_for(scenario, classes),  # issue #11
         )
         grid, rejected = build_grid(model, spec, engine)
         if grid.empty:
@@ -166,6 +170,7 @@ def _summarise(
                 ttft_ms=max(ttft.values()),
                 tpot_ms_by_class=tpot,
                 ttft_ms_by_class=ttft,
+                role=str(cand["role"]),
             )
         )
     return _totals(solution, tuple(lines), classes)
@@ -213,8 +218,8 @@ def balanced(
     solution: FleetSolution, problem: FleetProblem, options: SolverOptions
 ) -> FleetSolution:
     """The same fleet with its load spread evenly and reproducibly over the replicas."""
-    if solution.status == "infeasible":
-        return solution
+    if solution.status == "infeasible" or disagg_fleet.uses_pools(problem, solution.replicas):
+        return solution  # pools keep the MIP's split: balance_load knows no pools (issue #11)
     load = balance_load(problem, solution.replicas, options)
     return solution if load is None else replace(solution, load=load)
 
@@ -254,6 +259,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     gpus = allowed_gpus(scenario, catalog)
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
     notes = _price_notes(gpus, prices, scenario)
+    ttft_sla = [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in classes]
     rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start
     names = [c.name for c in classes]
@@ -267,6 +273,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         c.max_gpus,
         budget,
         c.min_replicas,
+        ttft_sla,
     )
     options = SolverOptions.of(scenario.solver)
     t0 = time.perf_counter()
@@ -275,6 +282,9 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     if solution.status == "infeasible":
         explain_infeasible(scenario, model, classes, rows, rejected, problem, gpus, prices)
     fleet = _summarise(balanced(solution, problem, options), offered, rows, classes)
+    pools = disagg.pools_note(fleet, classes)
+    if pools:
+        notes.append(pools)
     t0 = time.perf_counter()
     single = _single_gpu_best(problem, offered, rows, classes, options)
     timings["single_gpu"] = time.perf_counter() - t0
@@ -344,6 +354,7 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         c.max_gpus,
         budget,
         c.min_replicas,
+        [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in result.classes],
     )
     relaxed = solve_fleet(problem, result.solver)
     mean_cost = float(np.dot(problem.cost_per_hour, relaxed.replicas))

@@ -39,6 +39,7 @@ class Deployment:
     ttft_ms: float
     tpot_ms_by_class: dict[str, float]
     ttft_ms_by_class: dict[str, float]
+    role: str = "aggregated"  # or the prefill / decode pool of a disaggregated fleet (#11)
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,9 @@ class Search(Strict):
     batch_min: BatchSize = 1
     batch_max: BatchSize = 1024
     target_utilization: Utilization = 0.8
+    # disaggregated prefill/decode (issue #11): false: aggregated only; true: prefill and
+    # decode pools only; auto: both offered where a class's prompt is long, the MIP chooses
+    disaggregated: Literal["auto", True, False] = "auto"
 
     @model_validator(mode="after")
     def _range(self) -> Search:
