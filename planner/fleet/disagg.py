@@ -107,7 +107,7 @@ def pool_used(problem: FleetProblem, loads: PoolLoads, c: int) -> list:
     return [v * (1.0 / float(problem.capacity[c, w])) for (cc, w, _), v in loads.items() if cc == c]
 
 
-def carried(loads: PoolLoads, shape: tuple[int, int]) -> np.ndarray:
+def carried(loads: PoolLoads, shape: tuple[int, ...]) -> np.ndarray:
     """Candidates x classes load of the pool variables (buckets summed)."""
     out = np.zeros(shape)
     for (c, w, _), v in loads.items():

@@ -130,7 +130,7 @@ MODEL_COLUMNS = _stage(
         ("cost_per_request_usd", "$", FLOAT, "cost per request at planned load"),
         ("cost_per_1k_output_tokens_usd", "$", FLOAT, "cost per 1K output tokens, planned load"),
         # disaggregated prefill/decode (issue #11)
-        ("kv_transfer_ms", "ms", FLOAT, "this pool's NIC time for one request's KV (0: aggregated)"),
+        ("kv_transfer_ms", "ms", FLOAT, "pool's NIC time for one request's KV (0: aggregated)"),
     ],
 )
 

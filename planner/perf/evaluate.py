@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.perf import columns
-from planner.perf import disagg
+from planner.perf import columns, disagg
 from planner.perf import memory as mem
 from planner.perf import queueing as q
 from planner.perf import roofline as rf

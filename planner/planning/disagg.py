@@ -48,7 +48,8 @@ def pools_note(fleet: FleetSummary, classes: tuple[RequestClassPlan, ...]) -> st
         p = [d.ttft_ms_by_class[cls.name] for d in pre if d.load_by_class.get(cls.name, 0) > 1e-9]
         q = [d.ttft_ms_by_class[cls.name] for d in dec if d.load_by_class.get(cls.name, 0) > 1e-9]
         if p and q:
-            parts.append(f"'{cls.name}' TTFT <= {max(p):.0f} + {max(q):.0f} = {max(p) + max(q):.0f} ms")
+            worst = max(p) + max(q)
+            parts.append(f"'{cls.name}' TTFT <= {max(p):.0f} + {max(q):.0f} = {worst:.0f} ms")
     gpus_p, gpus_d = sum(d.gpus for d in pre), sum(d.gpus for d in dec)
     return (
         f"disaggregated: prefill pool {gpus_p} GPUs, decode pool {gpus_d} GPUs; "

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import InputError, unknown_name_message
+from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
 from planner.fleet.selection import (
     CANDIDATE_KEY,
@@ -26,7 +27,6 @@ from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
 from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate, ttft_ms_at
-from planner.fleet import disagg as disagg_fleet
 from planner.planning import assumptions as facts
 from planner.planning import disagg
 from planner.planning.diagnose import explain_infeasible

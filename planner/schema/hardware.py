@@ -73,7 +73,9 @@ class Gpu(Strict):
     ]
     interconnect: str
     # multi-node and disaggregated serving (issue #11): node size and the scale-out NIC per GPU
-    gpus_per_node: Annotated[int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)] | None = None
+    gpus_per_node: (
+        Annotated[int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)] | None
+    ) = None
     scaleout_link_gb_per_s: (
         Annotated[float, Bandwidth, Field(description="scale-out NIC per GPU, one direction")]
         | None

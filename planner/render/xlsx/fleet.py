@@ -66,6 +66,7 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
             _tightest(c.ttft_ms for c in served),
             _class_detail(d),
             d.price_provider,
+            d.role,
         ]
         for j, v in enumerate(values):
             put(ws, r, j + 1, v, fmts[j])

@@ -105,6 +105,7 @@ FLEET_COLUMNS: tuple[tuple[str, str | None], ...] = (
     ("SLA TTFT ms", MS),
     ("classes served", None),
     ("price provider", None),
+    ("role", None),  # aggregated, or a disaggregated prefill/decode pool (issue #11)
 )
 
 # plan.candidates column -> (header, number format)
