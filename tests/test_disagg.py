@@ -105,10 +105,10 @@ def _problem(role, cost, cap, ttft, demand, sla):
 def _brute_force(role, cost, cap, ttft, demand, sla, top=6):
     """Cheapest integer fleet by enumeration: aggregated capacity plus the pools' smaller
     side, decode candidates that pair with no prefill candidate within the bound dropped."""
+    prefill = [i for i, r in enumerate(role) if r == "prefill"]
     usable = [
-        r != "decode" or any(role[p] == "prefill" and ttft[p] + ttft[i] <= sla for p in range(len(role)))
-        for i, r in enumerate(role)
-    ]  # fmt: skip
+        r != "decode" or any(ttft[p] + ttft[i] <= sla for p in prefill) for i, r in enumerate(role)
+    ]
     best = math.inf
     for n in itertools.product(range(top), repeat=len(role)):
         agg = sum(n[i] * cap[i] for i, r in enumerate(role) if r == "aggregated")
