@@ -127,7 +127,7 @@ def offered_records(plan: Plan) -> list[dict]:
     """Every SLA-feasible candidate offered to the solver, one record per (candidate, class)."""
     names = [c.name for c in plan.classes]
     keys, capacity = plan.offered.keys, plan.offered.capacity
-    key = {k: keys[k].tolist() for k in ("gpu", "tp", "quant", "kv_dtype", "batch")}
+    key = {k: keys[k].tolist() for k in ("gpu", "tp", "quant", "kv_dtype", "batch", "role")}
     cost = keys["cost_per_hour_usd"].tolist()
     return [
         {
@@ -137,6 +137,7 @@ def offered_records(plan: Plan) -> list[dict]:
             "quant": key["quant"][i],
             "kv_dtype": key["kv_dtype"][i],
             "batch": int(key["batch"][i]),
+            "role": str(key["role"][i]),  # aggregated, prefill or decode pool (issue #11)
             "capacity_requests_per_s": float(capacity[i, j]),
             "cost_per_hour_usd": float(cost[i]),
         }
