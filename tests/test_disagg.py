@@ -210,3 +210,26 @@ def test_disaggregated_must_be_auto_true_or_false(tmp_path):
     res = CliRunner().invoke(cli, ["solve", str(path)])
     assert res.exit_code == 2
     assert "disaggregated" in res.output
+
+
+def test_percentile_premium_places_pools_by_their_mean_ttft(tmp_path):
+    """The mean-TTFT re-solve of a p90 plan is the plan of the same scenario on the mean."""
+    mean = _solve(tmp_path, "auto")
+    data = yaml.safe_load(LONG.read_text())
+    data["sla"]["statistic"] = "p90"
+    path = tmp_path / "long-p90.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = invoke("solve", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    note = next(n for n in json.loads(res.output)["notes"] if "mean-TTFT plan" in n)
+    assert f"${mean['monthly_cost_usd']:,.0f} a month)" in note
+
+
+def test_disaggregated_true_with_finance_is_refused(tmp_path):
+    data = yaml.safe_load((ROOT / "scenarios" / "diurnal-chatbot.yaml").read_text())
+    data.setdefault("search", {})["disaggregated"] = True
+    path = tmp_path / "fin.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"])
+    assert res.exit_code == 2, res.output
+    assert "finance" in res.output

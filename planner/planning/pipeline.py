@@ -324,6 +324,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
 def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], util: float):
     """Each row's SLA verdict with every TTFT bound on the mean instead of a percentile."""
     ok = rows["sla_ok"].to_numpy().copy()
+    ttft = rows["ttft_ms"].to_numpy(dtype=float).copy()
     for cls in classes:
         if cls.statistic == "mean" or cls.ttft_ms is None:
             continue
@@ -331,7 +332,8 @@ def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], uti
         own = rows[mine]
         mean = own.assign(ttft_ms=ttft_ms_at(own, util, "mean"))
         ok[mine] = (sla_verdicts(mean, cls.tpot_ms, cls.ttft_ms) == "").to_numpy()
-    return ok
+        ttft[mine] = mean["ttft_ms"].to_numpy(dtype=float)
+    return ok, ttft  # the mean TTFT too: a pool's TTFT part places it in the MIP (#11)
 
 
 def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | None:
@@ -342,9 +344,9 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         return None
     stats = sorted({c.statistic for c in result.classes if c.statistic != "mean"})
     rows = result.candidates
-    ok = _mean_ttft_ok(rows, result.classes, result.utilisation)
+    ok, mean_ttft = _mean_ttft_ok(rows, result.classes, result.utilisation)
     names = [c.name for c in result.classes]
-    offered = prune_dominated(offered_capacity(rows[ok], names))
+    offered = prune_dominated(offered_capacity(rows.assign(ttft_ms=mean_ttft)[ok], names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(
