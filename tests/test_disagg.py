@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.cli import cli
 from planner.fleet.selection import Offered, prune_dominated
@@ -233,3 +235,50 @@ def test_disaggregated_true_with_finance_is_refused(tmp_path):
     res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"])
     assert res.exit_code == 2, res.output
     assert "finance" in res.output
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    cost=st.lists(st.floats(0.5, 20.0), min_size=5, max_size=5),
+    cap=st.lists(st.floats(0.2, 5.0), min_size=5, max_size=5),
+    ttft=st.lists(st.floats(0.0, 900.0), min_size=5, max_size=5),
+    demand=st.floats(0.5, 8.0),
+)
+def test_pools_never_cost_more_and_always_balance(cost, cap, ttft, demand):
+    """Offering pools can only lower the cost (aggregated fleets stay feasible), every
+    request prefilled is decoded, and each used prefill/decode pair meets the TTFT bound."""
+    role = ["aggregated", "prefill", "prefill", "decode", "decode"]
+    ttft[0] = 0.0
+    problem = _problem(role, cost, cap, ttft, demand, 1000.0)
+    both = solve_fleet(problem, SolverOptions())
+    agg = solve_fleet(
+        problem.restricted(np.array([True, False, False, False, False])), SolverOptions()
+    )
+    assert both.status == agg.status == "optimal"
+    assert both.cost_per_hour <= agg.cost_per_hour + 1e-6
+    assert both.load[1:3, 0].sum() == pytest.approx(both.load[3:5, 0].sum(), abs=1e-6)
+    assert both.load[[0, 1, 2], 0].sum() == pytest.approx(demand, rel=1e-6)
+    used_p = [i for i in (1, 2) if both.load[i, 0] > 1e-7]
+    used_d = [i for i in (3, 4) if both.load[i, 0] > 1e-7]
+    if used_p and used_d:  # buckets: the slowest used parts may pair only within a bucket
+        assert min(ttft[i] for i in used_p) + min(ttft[i] for i in used_d) <= 1000.0 + 1e-6
+
+
+def test_pools_that_cannot_meet_the_ttft_bound_are_explained(tmp_path):
+    data = yaml.safe_load(LONG.read_text())
+    data["sla"]["ttft_ms"] = 500
+    data["search"]["disaggregated"] = True
+    path = tmp_path / "tight.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"])
+    assert res.exit_code == 1, res.output
+    assert "SLA of class 'all'" in res.output
+    assert "best prefill pool reaches a TTFT part of" in res.output
+
+
+def test_every_sourced_scaleout_link_carries_its_source(catalog):
+    linked = [g for g in catalog.gpus.values() if g.scaleout_link_gb_per_s is not None]
+    assert {g.id for g in linked} >= {"h100-sxm", "h200"}
+    for gpu in linked:
+        assert gpu.scaleout_spec is not None and gpu.scaleout_spec.source.startswith("http")
+        assert gpu.gpus_per_node is not None
