@@ -494,6 +494,12 @@ def _speculation_options(f):
 @click.option("--price", type=float, default=None, help="Override $/GPU-hour.")
 @click.option("--ideal", is_flag=True, help="Pure roofline floor: efficiency 1, no overheads.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+# disaggregated prefill/decode (issue #11)
+@click.option("--disaggregated", is_flag=True, help="A prefill pool and a decode pool.")
+@click.option("--prefill-tp", type=int, default=None, help="TP per prefill worker (--tp).")
+@click.option("--prefill-workers", type=int, default=1, show_default=True, help="Prefill workers.")
+@click.option("--decode-tp", type=int, default=None, help="TP per decode worker (--tp).")
+@click.option("--decode-workers", type=int, default=1, show_default=True, help="Decode workers.")
 @_wide_option
 @_speculation_options
 @click.pass_context
@@ -514,6 +520,11 @@ def estimate(
     price,
     ideal,
     as_json,
+    disaggregated,
+    prefill_tp,
+    prefill_workers,
+    decode_tp,
+    decode_workers,
     wide,
     **issue11,
 ) -> None:
@@ -544,9 +555,30 @@ def estimate(
         price_usd_per_gpu_hour=price,
         **issue11,  # speculative, spec_tokens, spec_acceptance, draft_model, prefix_cached_tokens
     )
+    if disaggregated:
+        _estimate_disaggregated(ctx, req, (prefill_tp, prefill_workers, decode_tp, decode_workers))
+        return
     row = run(req, _catalog(ctx))
     text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))
     _echo(text, nl=not as_json)
+
+
+def _estimate_disaggregated(ctx, req, shape: tuple) -> None:
+    """`estimate --disaggregated`: a prefill pool and a decode pool (issue #11)."""
+    from dataclasses import replace
+
+    from planner.planning.estimate_disagg import Pools, estimate_disaggregated
+    from planner.render.disagg import render_disaggregated
+    from planner.render.json import to_json
+
+    if req.concurrency is not None:
+        raise InputError("--concurrency: not supported with --disaggregated; give --rate")
+    p_tp, p_n, d_tp, d_n = shape
+    pools = Pools(p_tp or req.tp, p_n, d_tp or req.tp, d_n)
+    given = replace(req, batch=ctx.params.get("batch"))  # None: the engine's max_num_seqs
+    out = estimate_disaggregated(given, pools, _catalog(ctx))
+    as_json = ctx.params.get("as_json")
+    _echo(to_json(out) if as_json else render_disaggregated(out), nl=not as_json)
 
 
 @cli.command(name="catalog")

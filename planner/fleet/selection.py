@@ -11,7 +11,9 @@ import pandas as pd
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
 
-CANDIDATE_KEY = ["gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens"]
+CANDIDATE_KEY = [
+    "gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens", "role",
+]  # fmt: skip  # speculative, spec_tokens, role: issue #11
 OFFERED_COLUMNS = columns.select([*CANDIDATE_KEY, "cost_per_hour_usd"])
 
 
@@ -22,13 +24,15 @@ class Offered:
 
     keys: pd.DataFrame  # OFFERED_COLUMNS, one row per candidate
     capacity: np.ndarray  # candidates x classes (plan order), req/s per replica; 0 = cannot
+    ttft_ms: np.ndarray | None = None  # candidates x classes: a pool's part of the TTFT (#11)
 
     def __len__(self) -> int:
         return len(self.keys)
 
     def take(self, index: np.ndarray) -> Offered:
         """The candidates at these positions, in that order."""
-        return Offered(self.keys.iloc[index].reset_index(drop=True), self.capacity[index])
+        ttft = None if self.ttft_ms is None else self.ttft_ms[index]
+        return Offered(self.keys.iloc[index].reset_index(drop=True), self.capacity[index], ttft)
 
 
 def _formatted(spec: str, values: pd.Series, mask: np.ndarray) -> np.ndarray:
@@ -83,7 +87,10 @@ def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
     known = col >= 0
     capacity = np.zeros((len(keys), len(class_names)))
     capacity[row[known], col[known]] = feasible["capacity_requests_per_s"].to_numpy(float)[known]
-    return Offered(columns.conform(keys, OFFERED_COLUMNS), np.nan_to_num(capacity, nan=0.0))
+    ttft = np.full(capacity.shape, np.inf)
+    ttft[row[known], col[known]] = feasible["ttft_ms"].to_numpy(float)[known]
+    keys = columns.conform(keys, OFFERED_COLUMNS)
+    return Offered(keys, np.nan_to_num(capacity, nan=0.0), ttft)
 
 
 def prune_dominated(offered: Offered) -> Offered:
@@ -95,11 +102,19 @@ def prune_dominated(offered: Offered) -> Offered:
     cost = offered.keys["cost_per_hour_usd"].to_numpy(dtype=float)
     tp = offered.keys["tp"].to_numpy()
     gpu = offered.keys["gpu"].to_numpy()
+    role = offered.keys["role"].to_numpy(dtype=object)
+    # a pool's TTFT part decides which flow buckets it may join (fleet/disagg.py): compare it
+    pool = role != "aggregated"
+    ttft = offered.ttft_ms if offered.ttft_ms is not None else np.zeros(caps.shape)
     for i in range(n):
-        same = (gpu == gpu[i]) & keep
+        same = (gpu == gpu[i]) & (role == role[i]) & keep
         same[i] = False
         no_worse = same & (tp <= tp[i]) & (cost <= cost[i]) & (caps >= caps[i]).all(axis=1)
+        if pool[i]:
+            no_worse &= (ttft <= ttft[i]).all(axis=1)
         better = (tp < tp[i]) | (cost < cost[i]) | (caps > caps[i]).any(axis=1)
+        if pool[i]:
+            better |= (ttft < ttft[i]).any(axis=1)
         if (no_worse & better).any() or (no_worse & ~better & (np.arange(n) < i)).any():
             keep[i] = False
     return offered.take(np.flatnonzero(keep))
@@ -112,9 +127,12 @@ def fleet_problem(
     max_gpus: int | None,
     budget_per_hour: float | None,
     min_replicas: int,
+    ttft_sla_ms: list[float] | None = None,
 ) -> FleetProblem:
     """The integer program's data from the pruned candidates."""
     keys = offered.keys
+    role = tuple(str(r) for r in keys["role"])
+    pools = any(r != "aggregated" for r in role)
     return FleetProblem(
         gpu=tuple(str(g) for g in keys["gpu"]),
         tp=tuple(int(t) for t in keys["tp"]),
@@ -125,4 +143,7 @@ def fleet_problem(
         max_gpus=max_gpus,
         budget_per_hour=budget_per_hour,
         min_replicas=min_replicas,
+        role=role if pools else (),
+        ttft_part_ms=offered.ttft_ms if pools else None,
+        ttft_sla_ms=None if ttft_sla_ms is None else np.asarray(ttft_sla_ms, dtype=float),
     )

@@ -19,6 +19,7 @@ import numpy as np
 import pulp
 
 from planner.errors import SolverError
+from planner.fleet import disagg
 from planner.fleet.solver import SolverOptions, solve, value
 
 TIE_BREAK_PER_GPU = 1e-6  # among equal-cost fleets prefer fewer GPUs, deterministically
@@ -37,6 +38,11 @@ class FleetProblem:
     max_gpus: int | None = None
     budget_per_hour: float | None = None
     min_replicas: int = 0
+    # disaggregated prefill/decode (issue #11, fleet/disagg.py): each candidate's role (empty:
+    # all aggregated), its part of the TTFT per class (ms) and each class's TTFT bound (inf: none)
+    role: tuple[str, ...] = ()
+    ttft_part_ms: np.ndarray | None = None
+    ttft_sla_ms: np.ndarray | None = None
 
     @property
     def n_candidates(self) -> int:
@@ -51,6 +57,8 @@ class FleetProblem:
             tp=tuple(self.tp[i] for i in idx),
             cost_per_hour=self.cost_per_hour[idx],
             capacity=self.capacity[idx],
+            role=tuple(self.role[i] for i in idx) if self.role else (),
+            ttft_part_ms=None if self.ttft_part_ms is None else self.ttft_part_ms[idx],
         )
 
     def relaxed(self, *, budget: bool = False, gpus: bool = False) -> FleetProblem:
@@ -102,8 +110,11 @@ def _replica_bound(problem: FleetProblem, c: int) -> int:
     return int(math.ceil(need)) + problem.min_replicas + 1
 
 
-def build_lp(problem: FleetProblem, integer: bool = True) -> tuple[pulp.LpProblem, list, dict]:
-    """The PuLP model with named constraints: demand_<w>, capacity_<c>, inventory_<gpu>."""
+def build_lp(
+    problem: FleetProblem, integer: bool = True
+) -> tuple[pulp.LpProblem, list, dict, disagg.PoolLoads]:
+    """The PuLP model with named constraints: demand_<w>, capacity_<c>, inventory_<gpu>, and
+    pools_w<w>_k<k> when prefill/decode pools are offered (fleet/disagg.py)."""
     lp = pulp.LpProblem("fleet", pulp.LpMinimize)
     cat = pulp.LpInteger if integer else pulp.LpContinuous
     # PuLP passes variables to the solver sorted by name, and equal-cost ties fall by that
@@ -113,19 +124,25 @@ def build_lp(problem: FleetProblem, integer: bool = True) -> tuple[pulp.LpProble
         for c in range(problem.n_candidates)
     ]
     load: dict[tuple[int, int], pulp.LpVariable] = {}
+    aggregated = disagg.roles_of(problem) == "aggregated"
     for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True):
-        load[int(c), int(w)] = pulp.LpVariable(f"x_load_c{c}_w{w}", lowBound=0)
+        if aggregated[c]:
+            load[int(c), int(w)] = pulp.LpVariable(f"x_load_c{c}_w{w}", lowBound=0)
+    pools = disagg.pool_loads(problem)  # prefill/decode pools (issue #11); {} when none
     cost = pulp.lpSum(float(k) * v for k, v in zip(problem.cost_per_hour, replicas, strict=True))
     gpus = pulp.lpSum(t * v for t, v in zip(problem.tp, replicas, strict=True))
     lp += cost + TIE_BREAK_PER_GPU * gpus
     for w, demand in enumerate(problem.demand):
         served = [v for (c, ww), v in load.items() if ww == w]
+        served += disagg.prefill_served(problem, pools, w)
         lp += pulp.lpSum(served) == float(demand), f"demand_{w}"
     for c in range(problem.n_candidates):
         used = [v * (1.0 / float(problem.capacity[c, w])) for (cc, w), v in load.items() if cc == c]
+        used += disagg.pool_used(problem, pools, c)
         lp += pulp.lpSum(used) <= replicas[c], f"capacity_{c}"
+    disagg.add_balance(lp, problem, pools)
     _add_fleet_limits(lp, problem, replicas, cost, gpus)
-    return lp, replicas, load
+    return lp, replicas, load, pools
 
 
 def _add_fleet_limits(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, cost, gpus):
@@ -145,7 +162,7 @@ def _add_fleet_limits(lp: pulp.LpProblem, problem: FleetProblem, replicas: list,
 
 def lp_lower_bound(problem: FleetProblem, options: SolverOptions) -> float:
     """The LP relaxation's optimum: a lower bound on any fleet's cost."""
-    lp, _, _ = build_lp(problem, integer=False)
+    lp = build_lp(problem, integer=False)[0]
     if solve(lp, options).status != "optimal":
         return math.inf
     return value(lp.objective)
@@ -162,7 +179,7 @@ def solve_fleet(
     )
     if problem.n_candidates == 0:
         return infeasible
-    lp, replicas, load = build_lp(problem)
+    lp, replicas, load, pools = build_lp(problem)
     if lp_path:
         lp.writeLP(lp_path)
     outcome = solve(lp, options)
@@ -177,6 +194,7 @@ def solve_fleet(
     carried = no_load.copy()
     for (c, w), v in load.items():
         carried[c, w] = max(value(v), 0.0)
+    carried += disagg.carried(pools, carried.shape)
     cost = float(np.dot(problem.cost_per_hour, chosen))
     bound = cost if outcome.status == "optimal" else lp_lower_bound(problem, options)
     return FleetSolution(

@@ -7,6 +7,7 @@ with numpy so the per-candidate work stays vectorised.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ DEFAULT_BATCHES: tuple[int, ...] = (
     1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
 )  # fmt: skip
 DEFAULT_TPS: tuple[int, ...] = (1, 2, 4, 8)
+ROLES: tuple[str, ...] = ("aggregated", "prefill", "decode")  # disaggregated serving, #11
 
 IDEAL = Efficiency(
     eta_mem=1.0,
@@ -68,6 +70,8 @@ class GridSpec:
     # issue #11: speculation settings crossed with the grid, and the prompt tokens cached
     speculative: Sequence[SpecOption] = (OFF,)
     prefix_cached_tokens: int = 0
+    # disaggregated prefill/decode (issue #11): which serving roles to enumerate
+    roles: Sequence[str] = ("aggregated",)
 
 
 def compute_dtype_for(gpu: Gpu, quant: Quant) -> str:
@@ -109,6 +113,18 @@ def check_kv(quant: Quant, kv_dtype: str) -> None:
         )
 
 
+def check_role(gpu: Gpu, role: str) -> None:
+    """A prefill or decode pool sends or receives each request's KV cache over the scale-out
+    link: a GPU without a sourced one cannot be a disaggregated pool."""
+    if role not in ROLES:
+        raise InvalidCombination(f"role {role} is not one of {', '.join(ROLES)}")
+    if role != "aggregated" and gpu.scaleout_link_gb_per_s is None:
+        raise InvalidCombination(
+            f"{gpu.id} has no sourced scale-out link (scaleout_link_gb_per_s) in the catalog, "
+            f"so its KV transfer time is unknown: it cannot be a {role} pool"
+        )
+
+
 def deployment_rows(
     model: Model, spec: GridSpec, engine: EngineProfile | None, ideal: bool
 ) -> tuple[list[dict], list[dict]]:
@@ -122,16 +138,17 @@ def deployment_rows(
         for quant in spec.quants:
             kvs = list(spec.kv_dtypes) or [default_kv_dtype(quant, engine, ideal)]
             for tp in spec.tps:
-                for kv in kvs:
+                for kv, role in itertools.product(kvs, spec.roles):
                     key = {"gpu": gpu.id, "tp": tp, "quant": quant.id, "kv_dtype": kv}
                     try:
                         check_tp(model, gpu, tp)
                         check_kv(quant, kv)
+                        check_role(gpu, role)
                         dtype = compute_dtype_for(gpu, quant)
                     except InvalidCombination as exc:
-                        rejected.append({**key, "reason": str(exc)})
+                        rejected.append({**key, "role": role, "reason": str(exc)})
                         continue
-                    ok.append(_resolved_row(key, gpu, quant, dtype, eff, price))
+                    ok.append(_resolved_row({**key, "role": role}, gpu, quant, dtype, eff, price))
     return ok, rejected
 
 
@@ -163,6 +180,7 @@ def _resolved_row(
         "peak_flops": gpu.dense_tflops[dtype] * 1e12,  # type: ignore[index]
         "peak_flops_attention": _attention_peak(gpu, dtype) * 1e12,
         "link_bytes_per_s": gpu.scaleup_link_gb_per_s * 1e9,
+        "scaleout_link_bytes_per_s": (gpu.scaleout_link_gb_per_s or np.nan) * 1e9,
         "weight_bytes_per_param": quant.weight_bytes_per_param,
         "embedding_bytes_per_param": quant.embedding_bytes_per_param,
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else np.nan,
@@ -171,7 +189,7 @@ def _resolved_row(
     }
 
 
-REJECTED_COLUMNS = ["gpu", "tp", "quant", "kv_dtype", "reason"]
+REJECTED_COLUMNS = ["gpu", "tp", "quant", "kv_dtype", "role", "reason"]
 GRID_AXES = ("batch", "shape_index", "input_len", "output_len")
 SPEC_AXES = (  # issue #11: set per speculation option (and the class's cached prefix)
     "speculative", "spec_tokens", "spec_acceptance", "draft_params_held", "draft_params_read",

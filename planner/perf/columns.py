@@ -82,6 +82,9 @@ GRID_COLUMNS = _stage(
         ("eff_kv_budget_of_free", "bool", FLOAT, "engine: mem_util of free memory"),
         ("eff_activations_in_budget", "bool", FLOAT, "engine: activations inside mem_util"),
         ("eff_prefill_chunk_tokens", "tokens", FLOAT, "engine: tokens per chunked-prefill pass"),
+        # disaggregated prefill/decode (issue #11)
+        ("role", "name", ID, "aggregated, or the prefill or decode pool of a disaggregated fleet"),
+        ("scaleout_link_bytes_per_s", "B/s", FLOAT, "scale-out NIC per GPU (NaN: not sourced)"),
         ("batch", "sequences", INT, "sequences per replica: the engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT, "which request shape of the grid spec"),
         ("input_len", "tokens", INT, "prompt tokens per request"),
@@ -141,6 +144,8 @@ MODEL_COLUMNS = _stage(
         ("t_draft_ms", "ms", FLOAT, "the k draft steps of one decode step"),
         ("draft_per_gpu_gb", "GB", FLOAT, "drafter weights and KV per GPU at this batch"),
         ("prefix_cache_per_gpu_gb", "GB", FLOAT, "shared prefix KV, held once per replica"),
+        # disaggregated prefill/decode (issue #11)
+        ("kv_transfer_ms", "ms", FLOAT, "pool's NIC time for one request's KV (0: aggregated)"),
     ],
 )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.perf import columns
+from planner.perf import columns, disagg
 from planner.perf import memory as mem
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
@@ -307,7 +307,8 @@ def ttft_ms_at(rows: pd.DataFrame, utilisation: float, statistic: str) -> np.nda
     wait = wait + q.wait_for_prefill(
         _col(rows, "capacity_requests_per_s"), _col(rows, "prefill_share_ms") / 1e3, statistic
     )
-    return _col(rows, "ttft_unloaded_ms") + wait * 1e3
+    ttft = _col(rows, "ttft_unloaded_ms") + wait * 1e3
+    return disagg.ttft_ms_at_roles(rows, ttft, utilisation, statistic)  # issue #11
 
 
 def evaluate_arrays(
@@ -321,6 +322,7 @@ def evaluate_arrays(
     _speculation(model, grid, out)
     _prefill(model, grid, out)
     _serving(grid, out, utilisation, statistic)
+    disagg.apply_roles(model, grid, out, utilisation, statistic)  # prefill/decode pools, #11
     return {k: v for k, v in out.items() if not k.startswith("_")}
 
 

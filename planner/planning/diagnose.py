@@ -11,6 +11,7 @@ from planner.errors import InfeasibleError, SolverError
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.perf.candidates import Price
+from planner.planning import disagg
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.plan import RequestClassPlan
@@ -174,6 +175,7 @@ def explain_infeasible(
                 f"class '{cls.name}': " + _memory_message(model, mine, gpus),
                 {"binding": "memory", "class": cls.name},
             )
-        if not own["sla_ok"].any():
-            raise InfeasibleError(_sla_message(cls, own), {"binding": "sla", "class": cls.name})
+        if not disagg.servable(cls, own):  # aggregated, or a prefill and a decode pool (#11)
+            message = disagg.sla_message(cls, own, _sla_message)
+            raise InfeasibleError(message, {"binding": "sla", "class": cls.name})
     raise InfeasibleError(_fleet_message(scenario, problem), {"binding": "fleet"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import replace
 
@@ -9,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import InputError, unknown_name_message
+from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
 from planner.fleet.selection import (
     CANDIDATE_KEY,
@@ -26,6 +28,7 @@ from planner.perf import columns
 from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
 from planner.perf.evaluate import evaluate, ttft_ms_at
 from planner.planning import assumptions as facts
+from planner.planning import disagg
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
@@ -110,6 +113,7 @@ def evaluate_classes(
             prices=prices,
             speculative=speculative,
             prefix_cached_tokens=cls.prefix_cached_tokens,
+            roles=disagg.roles_for(scenario, classes),  # issue #11
         )
         grid, rejected = build_grid(model, spec, engine)
         if grid.empty:
@@ -182,6 +186,7 @@ def _summarise(
                 speculative=str(cand["speculative"]),
                 spec_tokens=int(cand["spec_tokens"]),
                 spec_acceptance=float(first["spec_acceptance"]),
+                role=str(cand["role"]),
             )
         )
     return _totals(solution, tuple(lines), classes)
@@ -229,8 +234,8 @@ def balanced(
     solution: FleetSolution, problem: FleetProblem, options: SolverOptions
 ) -> FleetSolution:
     """The same fleet with its load spread evenly and reproducibly over the replicas."""
-    if solution.status == "infeasible":
-        return solution
+    if solution.status == "infeasible" or disagg_fleet.uses_pools(problem, solution.replicas):
+        return solution  # pools keep the MIP's split: balance_load knows no pools (issue #11)
     load = balance_load(problem, solution.replicas, options)
     return solution if load is None else replace(solution, load=load)
 
@@ -270,6 +275,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     gpus = allowed_gpus(scenario, catalog)
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
     notes = _price_notes(gpus, prices, scenario)
+    ttft_sla = [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in classes]
     rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start
     names = [c.name for c in classes]
@@ -283,6 +289,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         c.max_gpus,
         budget,
         c.min_replicas,
+        ttft_sla,
     )
     options = SolverOptions.of(scenario.solver)
     t0 = time.perf_counter()
@@ -291,6 +298,9 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     if solution.status == "infeasible":
         explain_infeasible(scenario, model, classes, rows, rejected, problem, gpus, prices)
     fleet = _summarise(balanced(solution, problem, options), offered, rows, classes)
+    pools = disagg.pools_note(fleet, classes)
+    if pools:
+        notes.append(pools)
     t0 = time.perf_counter()
     single = _single_gpu_best(problem, offered, rows, classes, options)
     timings["single_gpu"] = time.perf_counter() - t0
@@ -333,6 +343,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
 def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], util: float):
     """Each row's SLA verdict with every TTFT bound on the mean instead of a percentile."""
     ok = rows["sla_ok"].to_numpy().copy()
+    ttft = rows["ttft_ms"].to_numpy(dtype=float).copy()
     for cls in classes:
         if cls.statistic == "mean" or cls.ttft_ms is None:
             continue
@@ -340,7 +351,8 @@ def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], uti
         own = rows[mine]
         mean = own.assign(ttft_ms=ttft_ms_at(own, util, "mean"))
         ok[mine] = (sla_verdicts(mean, cls.tpot_ms, cls.ttft_ms) == "").to_numpy()
-    return ok
+        ttft[mine] = mean["ttft_ms"].to_numpy(dtype=float)
+    return ok, ttft  # the mean TTFT too: a pool's TTFT part places it in the MIP (#11)
 
 
 def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | None:
@@ -351,9 +363,9 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         return None
     stats = sorted({c.statistic for c in result.classes if c.statistic != "mean"})
     rows = result.candidates
-    ok = _mean_ttft_ok(rows, result.classes, result.utilisation)
+    ok, mean_ttft = _mean_ttft_ok(rows, result.classes, result.utilisation)
     names = [c.name for c in result.classes]
-    offered = prune_dominated(offered_capacity(rows[ok], names))
+    offered = prune_dominated(offered_capacity(rows.assign(ttft_ms=mean_ttft)[ok], names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(
@@ -363,6 +375,7 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         c.max_gpus,
         budget,
         c.min_replicas,
+        [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in result.classes],
     )
     relaxed = solve_fleet(problem, result.solver)
     mean_cost = float(np.dot(problem.cost_per_hour, relaxed.replicas))

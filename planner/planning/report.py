@@ -112,6 +112,7 @@ def frontier_chart(result: Plan) -> Chart:
     the fleet's deployments as stars and each class's TPOT bound as a line."""
     rows = result.candidates
     rows = rows[(rows["fits"] & rows["cost_per_1k_output_tokens_usd"].notna()).to_numpy()]
+    rows = rows[(rows["role"] == "aggregated").to_numpy()]  # a pool alone serves no request
     series = []
     for gpu, grp in rows.groupby("gpu", observed=True, sort=True):
         text = [
@@ -128,7 +129,7 @@ def frontier_chart(result: Plan) -> Chart:
                 text,
             )
         )
-    chosen = [d for d in result.fleet.deployments if d.replicas > 0]
+    chosen = [d for d in result.fleet.deployments if d.replicas > 0 and d.role == "aggregated"]
     out_tokens = result.classes[0].output_tokens if result.classes else 1
     series.append(
         Series(
@@ -321,12 +322,16 @@ def fleet_table(result: Plan) -> Table:
             d.cost_per_hour_usd,
             d.tpot_ms,
             d.ttft_ms,
+            d.role,
         )
         for d in result.fleet.deployments
     )
     return Table(
         "The fleet",
-        ("GPU", "TP", "quant", "KV", "batch", "replicas", "GPUs", "$/h", "TPOT ms", "TTFT ms"),
+        (
+            *("GPU", "TP", "quant", "KV", "batch", "replicas", "GPUs", "$/h", "TPOT ms"),
+            *("TTFT ms", "role"),  # role: aggregated, prefill or decode pool (issue #11)
+        ),
         rows,
     )
 

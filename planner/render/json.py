@@ -147,7 +147,7 @@ def offered_records(plan: Plan) -> list[dict]:
     keys, capacity = plan.offered.keys, plan.offered.capacity
     key = {
         k: keys[k].tolist()
-        for k in ("gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens")
+        for k in ("gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens", "role")
     }
     cost = keys["cost_per_hour_usd"].tolist()
     return [
@@ -160,6 +160,7 @@ def offered_records(plan: Plan) -> list[dict]:
             "batch": int(key["batch"][i]),
             "speculative": str(key["speculative"][i]),  # issue #11
             "spec_tokens": int(key["spec_tokens"][i]),
+            "role": str(key["role"][i]),  # aggregated, prefill or decode pool (issue #11)
             "capacity_requests_per_s": float(capacity[i, j]),
             "cost_per_hour_usd": float(cost[i]),
         }

@@ -101,9 +101,11 @@ def speculation_lines(row: pd.Series) -> list[str]:
 
 
 def serves(d: Deployment) -> str:
-    """The request classes a fleet line carries load for, as the fleet table names them."""
+    """The request classes a fleet line carries load for, as the fleet table names them; a
+    disaggregated pool says which (issue #11)."""
     found = [n for n, load in d.load_by_class.items() if load > 1e-9]
-    return ", ".join(found or list(d.tpot_ms_by_class)) or "-"
+    named = ", ".join(found or list(d.tpot_ms_by_class)) or "-"
+    return named if d.role == "aggregated" else f"{named} ({d.role} pool)"
 
 
 FLEET_COLUMNS = (
@@ -135,7 +137,7 @@ def _fleet_rows(f: FleetSummary) -> list[tuple]:
             d.batch,
             d.replicas,
             f"{d.requests_per_s:,.2f}",
-            f"{d.tpot_ms:.1f}",
+            "-" if d.role == "prefill" else f"{d.tpot_ms:.1f}",
             f"{d.ttft_ms:,.0f}",
             money(d.cost_per_hour_usd),
             money(d.cost_per_hour_usd * HOURS_PER_MONTH, 0),

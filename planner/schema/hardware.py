@@ -72,6 +72,17 @@ class Gpu(Strict):
         int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)
     ]
     interconnect: str
+    # multi-node and disaggregated serving (issue #11): node size and the scale-out NIC per GPU
+    gpus_per_node: (
+        Annotated[int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)] | None
+    ) = None
+    scaleout_link_gb_per_s: (
+        Annotated[float, Bandwidth, Field(description="scale-out NIC per GPU, one direction")]
+        | None
+    ) = None
+    scaleout_spec: Provenance | None = Field(
+        default=None, description="source of gpus_per_node and scaleout_link_gb_per_s"
+    )
     tdp_w: Annotated[float, between(0, limits.MAX_WATTS, unit="W", low_open=True)] | None = None
     spec: Provenance
     prices: tuple[GpuPrice, ...] = ()

@@ -44,6 +44,7 @@ class Deployment:
     speculative: str = "off"
     spec_tokens: int = 0
     spec_acceptance: float = 0.0
+    role: str = "aggregated"  # or the prefill / decode pool of a disaggregated fleet (#11)
 
 
 @dataclass(frozen=True)

@@ -209,6 +209,9 @@ class Search(Strict):
     spec_tokens: SpecTokens | None = None
     spec_acceptance: Acceptance | None = None
     draft_model: Name | None = None
+    # disaggregated prefill/decode (issue #11): false: aggregated only; true: prefill and
+    # decode pools only; auto: both offered where a class's prompt is long, the MIP chooses
+    disaggregated: Literal["auto", True, False] = "auto"
 
     @model_validator(mode="after")
     def _range(self) -> Search:

@@ -54,7 +54,8 @@ Fleet
     M capacity req/s (=planned capacity*utilisation/planned utilisation), N load share
     (=L/L_total), O capacity used (=L/M), P TPOT ms and Q TTFT ms (predicted, worst served
     class), R SLA TPOT ms and S SLA TTFT ms (tightest served class), T per-class detail,
-    U price provider, V speculative decoding (issue #11).
+    U price provider, V speculative decoding, W role (aggregated, prefill or decode pool;
+    issue #11).
     The Total row sums F, G, I, J, K, L, M, N.
 
 Monthly (plan over time)

@@ -74,6 +74,7 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
             _class_detail(d),
             d.price_provider,
             spec_label(d),
+            d.role,
         ]
         for j, v in enumerate(values):
             put(ws, r, j + 1, v, fmts[j])

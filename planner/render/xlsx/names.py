@@ -106,6 +106,7 @@ FLEET_COLUMNS: tuple[tuple[str, str | None], ...] = (
     ("classes served", None),
     ("price provider", None),
     ("speculative decoding", None),  # issue #11
+    ("role", None),  # aggregated, or a disaggregated prefill/decode pool (issue #11)
 )
 
 # plan.candidates column -> (header, number format)

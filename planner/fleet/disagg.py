@@ -1,0 +1,115 @@
+"""Disaggregated prefill/decode in the fleet MIP (issue #11): two pools sized as two resources.
+
+A request class's demand `lambda[w]` is served by aggregated replicas and/or by a prefill pool
+and a decode pool; the prefill pool's capacity is in prompts/s (prefill token capacity over the
+prompt length), the decode pool's in requests/s of sequence slots (slots over the time a
+request holds one). Every request that is prefilled on the prefill pool is decoded on the
+decode pool, so their loads per class are equal:
+
+    sum_{c agg} x[c,w] + sum_{p prefill} x[p,w] = lambda[w]         demand_{w}
+    sum_{p prefill, k} x[p,w,k] = sum_{d decode, k} x[d,w,k]        (one row per w, k)
+
+A request's TTFT is its prefill pool's part plus its decode pool's part; the pools are sized
+independently, so which prefill replica meets which decode replica is not decided. To keep
+every pairing inside the class's TTFT bound `S`, the flow is split into buckets k with a
+decode budget `tau_k = f_k * S`: bucket k may use prefill candidates with a part <= S - tau_k
+and decode candidates with a part <= tau_k, and balances on its own. Any pairing inside a
+bucket then meets S; a pair meeting S with a split between the fixed fractions may be missed
+(the plan can only be dearer than the exact pairing, never over the bound).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pulp
+
+if TYPE_CHECKING:
+    from planner.fleet.steady import FleetProblem
+
+ROLES = ("aggregated", "prefill", "decode")
+# decode side's share of the TTFT bound, one flow bucket each
+DECODE_TTFT_SHARES: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75)
+
+PoolLoads = dict[tuple[int, int, int], pulp.LpVariable]
+
+
+def has_roles(problem: FleetProblem) -> bool:
+    """Whether any candidate is a prefill or decode pool."""
+    return any(r != "aggregated" for r in problem.role)
+
+
+def uses_pools(problem: FleetProblem, replicas: np.ndarray) -> bool:
+    """Whether a solved fleet runs any prefill or decode pool."""
+    return has_roles(problem) and bool((replicas[roles_of(problem) != "aggregated"] > 0).any())
+
+
+def roles_of(problem: FleetProblem) -> np.ndarray:
+    """Each candidate's role (all aggregated when the problem names none)."""
+    if not problem.role:
+        return np.full(problem.n_candidates, "aggregated", dtype=object)
+    return np.asarray(problem.role, dtype=object)
+
+
+def _budgets(problem: FleetProblem, w: int) -> tuple[float, ...]:
+    """The decode-side TTFT budgets (ms) of class w's buckets; one unbounded bucket if the
+    class has no TTFT bound."""
+    sla = np.inf if problem.ttft_sla_ms is None else float(problem.ttft_sla_ms[w])
+    if not np.isfinite(sla):
+        return (np.inf,)
+    return tuple(f * sla for f in DECODE_TTFT_SHARES)
+
+
+def eligible(problem: FleetProblem, c: int, w: int, k: int) -> bool:
+    """May candidate c (a pool) carry class w's flow in bucket k?"""
+    part = 0.0 if problem.ttft_part_ms is None else float(problem.ttft_part_ms[c, w])
+    tau = _budgets(problem, w)[k]
+    if not np.isfinite(tau):
+        return True
+    sla = float(problem.ttft_sla_ms[w])  # type: ignore[index]
+    role = problem.role[c]
+    return part <= (sla - tau if role == "prefill" else tau) + 1e-9
+
+
+def pool_loads(problem: FleetProblem) -> PoolLoads:
+    """One load variable per (pool candidate, class, bucket) it may carry."""
+    loads: PoolLoads = {}
+    if not has_roles(problem):
+        return loads
+    role = roles_of(problem)
+    for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True):
+        if role[c] == "aggregated":
+            continue
+        for k in range(len(_budgets(problem, int(w)))):
+            if eligible(problem, int(c), int(w), k):
+                loads[int(c), int(w), k] = pulp.LpVariable(f"x_load_c{c}_w{w}_k{k}", lowBound=0)
+    return loads
+
+
+def add_balance(lp: pulp.LpProblem, problem: FleetProblem, loads: PoolLoads) -> None:
+    """Per class and bucket: what the prefill pool takes in, the decode pool carries on."""
+    role = roles_of(problem)
+    keys = sorted({(w, k) for (_, w, k) in loads})
+    for w, k in keys:
+        pre = [v for (c, ww, kk), v in loads.items() if (ww, kk) == (w, k) and role[c] == "prefill"]
+        dec = [v for (c, ww, kk), v in loads.items() if (ww, kk) == (w, k) and role[c] == "decode"]
+        lp += pulp.lpSum(pre) - pulp.lpSum(dec) == 0, f"pools_w{w}_k{k}"
+
+
+def prefill_served(problem: FleetProblem, loads: PoolLoads, w: int) -> list[pulp.LpVariable]:
+    """The pool variables that count towards class w's demand (the prefill side)."""
+    return [v for (c, ww, _), v in loads.items() if ww == w and problem.role[c] == "prefill"]
+
+
+def pool_used(problem: FleetProblem, loads: PoolLoads, c: int) -> list:
+    """Candidate c's pool loads, each over its capacity (replicas it keeps busy)."""
+    return [v * (1.0 / float(problem.capacity[c, w])) for (cc, w, _), v in loads.items() if cc == c]
+
+
+def carried(loads: PoolLoads, shape: tuple[int, ...]) -> np.ndarray:
+    """Candidates x classes load of the pool variables (buckets summed)."""
+    out = np.zeros(shape)
+    for (c, w, _), v in loads.items():
+        out[c, w] += max(float(v.varValue or 0.0), 0.0)
+    return out

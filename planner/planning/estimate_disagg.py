@@ -1,0 +1,147 @@
+"""`planner estimate --disaggregated`: one prefill pool and one decode pool, estimated together.
+
+The prefill pool has `prefill_workers` workers of `prefill_tp` GPUs, the decode pool
+`decode_workers` of `decode_tp` (same GPU type, quant and KV dtype). Each pool is a row of the
+candidate grid evaluated with its role (perf/disagg.py); here the two are combined:
+
+* capacity = min(prefill_workers * R_p, decode_workers * R_d): the smaller pool binds;
+* at the load (an open-loop `rate`, else `utilisation` x capacity), split evenly over each
+  pool's workers: TTFT = t_pf + M/D/1 wait behind other prompts + KV transfer
+  max(t_send, t_recv) + half a decode step + M/D/c wait for a decode slot;
+* TPOT = the decode step at the decode batch (no prefill interrupts it);
+* cost = (prefill GPUs + decode GPUs) x the GPU price.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import InputError
+from planner.inputs.catalog import Catalog
+from planner.perf import queueing as q
+from planner.perf.candidates import GridSpec, build_grid, default_kv_dtype
+from planner.perf.evaluate import evaluate
+from planner.planning.estimate import EstimateRequest, _check_ranges, _price, check_context
+
+
+@dataclass(frozen=True)
+class Pools:
+    """The two pools' shapes."""
+
+    prefill_tp: int
+    prefill_workers: int
+    decode_tp: int
+    decode_workers: int
+
+
+def _pool_row(req: EstimateRequest, catalog: Catalog, role: str, tp: int, batch: int) -> pd.Series:
+    """One pool's evaluated row, idle (no queueing)."""
+    model, gpu = catalog.model(req.model), catalog.gpu(req.gpu)
+    quant, engine = catalog.quant(req.quant), catalog.engine(req.engine)
+    kv = req.kv_dtype or default_kv_dtype(quant, engine, req.ideal)
+    price = _price(gpu, req.price_usd_per_gpu_hour)
+    spec = GridSpec(
+        gpus=[gpu],
+        quants=[quant],
+        tps=[tp],
+        kv_dtypes=[kv],
+        batches=[batch],
+        shapes=[(req.input_len, req.output_len)],
+        prices={gpu.id: price} if price else {},
+        roles=(role,),
+    )
+    grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
+    if grid.empty:
+        reason = rejected["reason"].iloc[0] if not rejected.empty else "unknown reason"
+        raise InputError(f"--{role}-tp {tp}: impossible combination: {reason}")
+    return evaluate(model, grid, req.utilisation, "none").iloc[0]
+
+
+def _check_pools(pools: Pools) -> None:
+    for name, value in vars(pools).items():
+        if not 1 <= value <= 4096:
+            option = "--" + name.replace("_", "-")
+            raise InputError(f"{option}: must be a whole number from 1 to 4096, got {value}")
+
+
+def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog) -> dict:
+    """TTFT, TPOT, capacity and cost of the two pools at the request's load."""
+    _check_ranges(req)
+    _check_pools(pools)
+    model = catalog.model(req.model)
+    check_context(model, req.input_len, req.output_len)
+    decode_batch = req.batch or catalog.engine(req.engine).max_num_seqs
+    pre = _pool_row(req, catalog, "prefill", pools.prefill_tp, 1)
+    dec = _pool_row(req, catalog, "decode", pools.decode_tp, 1)
+    decode_batch = max(min(decode_batch, int(dec["max_batch"])), 1)
+    dec = _pool_row(req, catalog, "decode", pools.decode_tp, decode_batch)
+    if not bool(dec["fits"]) or not bool(pre["fits"]):
+        raise InputError(
+            f"out of memory: {req.model} on {req.gpu} does not fit a prefill worker of tp "
+            f"{pools.prefill_tp} or a decode worker of tp {pools.decode_tp}; raise the tp"
+        )
+    cap_p = pools.prefill_workers * float(pre["requests_per_s"])
+    cap_d = pools.decode_workers * float(dec["requests_per_s"])
+    capacity = min(cap_p, cap_d)
+    rate = req.rate if req.rate is not None else req.utilisation * capacity
+    if rate >= capacity:
+        raise InputError(
+            f"--rate {rate:g} req/s: at or beyond the pools' capacity of {capacity:.3g} req/s "
+            f"(prefill {cap_p:.3g}, decode {cap_d:.3g}); add workers to the smaller pool"
+        )
+    return _combined(req, pools, pre, dec, rate, (cap_p, cap_d))
+
+
+def _combined(
+    req: EstimateRequest,
+    pools: Pools,
+    pre: pd.Series,
+    dec: pd.Series,
+    rate: float,
+    caps: tuple[float, float],
+) -> dict:
+    """The pools' figures at `rate` requests/s."""
+    cap_p, cap_d = caps
+    share = float(pre["prefill_share_ms"]) / 1e3
+    step = float(dec["tpot_step_ms"]) / 1e3
+    b = int(dec["batch"])
+    wait_p = float(q.wait_for_prefill(rate / pools.prefill_workers, share, req.statistic))
+    slot = float(np.asarray(q.wait_for_slot(b, rate / cap_d, req.output_len * step, req.statistic)))
+    transfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"]))
+    ttft = float(pre["prefill_ms"]) + wait_p * 1e3 + transfer + step / 2.0 * 1e3 + slot * 1e3
+    gpus = pools.prefill_workers * pools.prefill_tp + pools.decode_workers * pools.decode_tp
+    price = float(pre["price_usd_per_gpu_hour"])
+    cost_h = gpus * price if math.isfinite(price) else math.nan
+    return {
+        "mode": "disaggregated",
+        "model": req.model,
+        "gpu": req.gpu,
+        "quant": req.quant,
+        "kv_dtype": str(pre["kv_dtype"]),
+        "input_len": req.input_len,
+        "output_len": req.output_len,
+        **{k: int(v) for k, v in vars(pools).items()},
+        "decode_batch": b,
+        "gpus": gpus,
+        "prefill_ms": float(pre["prefill_ms"]),
+        "prefill_wait_ms": wait_p * 1e3,
+        "kv_transfer_ms": transfer,
+        "decode_slot_wait_ms": slot * 1e3,
+        "ttft_ms": ttft,
+        "tpot_ms": step * 1e3,
+        "prefill_capacity_requests_per_s": cap_p,
+        "decode_capacity_requests_per_s": cap_d,
+        "binding_pool": "prefill" if cap_p <= cap_d else "decode",
+        "requests_per_s": rate,
+        "output_tok_s": rate * req.output_len,
+        "cost_per_hour_usd": cost_h,
+        "cost_per_1k_output_tokens_usd": cost_h / (3600.0 * rate * req.output_len) * 1e3,
+        "statistic": req.statistic,
+    }
+
+
+__all__ = ["Pools", "estimate_disaggregated"]

@@ -1,0 +1,26 @@
+"""Terminal text of `planner estimate --disaggregated` (issue #11)."""
+
+from __future__ import annotations
+
+
+def render_disaggregated(d: dict) -> str:
+    """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost."""
+    cost = d["cost_per_hour_usd"]
+    money = f"${cost:,.2f}/h" if cost == cost else "no price"
+    return "\n".join(
+        [
+            f"{d['model']} on {d['gpu']} {d['quant']} (KV {d['kv_dtype']}), disaggregated: "
+            f"prefill {d['prefill_workers']} x tp {d['prefill_tp']}, decode "
+            f"{d['decode_workers']} x tp {d['decode_tp']} at batch {d['decode_batch']} "
+            f"({d['gpus']} GPUs); {d['input_len']} in / {d['output_len']} out tokens",
+            f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
+            f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
+            f"{d['kv_transfer_ms']:,.1f} + join decode and slot wait "
+            f"{d['ttft_ms'] - d['prefill_ms'] - d['prefill_wait_ms'] - d['kv_transfer_ms']:,.1f}",
+            f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)",
+            f"Capacity: prefill pool {d['prefill_capacity_requests_per_s']:.3g} req/s, decode "
+            f"pool {d['decode_capacity_requests_per_s']:.3g} req/s ({d['binding_pool']} binds); "
+            f"at {d['requests_per_s']:.3g} req/s, {d['output_tok_s']:,.0f} output tok/s",
+            f"Cost: {money}, ${d['cost_per_1k_output_tokens_usd']:.4f} per 1K output tokens",
+        ]
+    )

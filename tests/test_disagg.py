@@ -1,0 +1,284 @@
+"""Disaggregated prefill/decode (issue #11): KV transfer, pool sizing, the MIP, end to end."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.cli import cli
+from planner.fleet.selection import Offered, prune_dominated
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.perf import columns
+from planner.perf.candidates import GridSpec, build_grid
+from planner.perf.disagg import kv_transfer_s
+from planner.perf.evaluate import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+LONG = ROOT / "scenarios" / "long-prompt.yaml"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), obj={}, catch_exceptions=False)
+
+
+def _rows(catalog, roles, tp=4, batch=32, shape=(16384, 256)):
+    model = catalog.model("llama-3.1-70b")
+    spec = GridSpec(
+        gpus=[catalog.gpu("h100-sxm")],
+        quants=[catalog.quant("fp8")],
+        tps=[tp],
+        kv_dtypes=["bf16"],
+        batches=[batch],
+        shapes=[shape],
+        roles=roles,
+    )
+    grid, rejected = build_grid(model, spec, catalog.engine("vllm"))
+    return evaluate(model, grid, 0.8, "mean").set_index("role"), rejected
+
+
+def test_kv_transfer_hand_computed(catalog):
+    # Llama-3.1-70B: 80 layers x 8 KV heads x 128 dims x (K, V) x 2 B = 327,680 B per token;
+    # 16,384 tokens = 5.369e9 B over 4 GPUs' NICs of 50 GB/s each: 26.84 ms
+    model = catalog.model("llama-3.1-70b")
+    t = kv_transfer_s(model, np.array([16384.0]), np.array([2.0]), np.array([4.0]), 50e9)
+    assert t[0] == pytest.approx(80 * 8 * 128 * 2 * 2 * 16384 / (4 * 50e9))
+    assert t[0] * 1e3 == pytest.approx(26.843545, rel=1e-6)
+    # tp 16 > 8 KV heads: the KV splits 8 ways only (replicated beyond), so 8 NICs carry it
+    t16 = kv_transfer_s(model, np.array([16384.0]), np.array([2.0]), np.array([16.0]), 50e9)
+    assert t16[0] == pytest.approx(t[0] / 2)
+
+
+def test_pool_rows_hand_computed(catalog):
+    rows, _ = _rows(catalog, ("aggregated", "prefill", "decode"))
+    agg, pre, dec = rows.loc["aggregated"], rows.loc["prefill"], rows.loc["decode"]
+    assert agg.kv_transfer_ms == 0.0
+    assert pre.kv_transfer_ms == pytest.approx(26.843545, rel=1e-6)
+    assert dec.kv_transfer_ms == pytest.approx(26.843545, rel=1e-6)
+    # decode pool: TPOT is the bare step, R = B / (O step)
+    assert dec.tpot_ms == pytest.approx(dec.tpot_step_ms)
+    assert dec.requests_per_s == pytest.approx(32 / (256 * dec.tpot_step_ms / 1e3))
+    assert dec.ttft_unloaded_ms == pytest.approx(dec.tpot_step_ms / 2 + dec.kv_transfer_ms)
+    # aggregated: prefill interrupts decode, so its TPOT is higher than the decode pool's
+    assert agg.tpot_ms > dec.tpot_ms
+    # prefill pool: R = 1 / t_share, no TPOT, TTFT part = prefill + send (+ M/D/1 wait)
+    assert pre.requests_per_s == pytest.approx(1e3 / pre.prefill_share_ms)
+    assert math.isnan(pre.tpot_ms)
+    assert pre.ttft_unloaded_ms == pytest.approx(pre.prefill_ms + pre.kv_transfer_ms)
+    rho = 0.8 * pre.requests_per_s * pre.prefill_share_ms / 1e3
+    wait = pre.prefill_share_ms * rho / (2 * (1 - rho))  # M/D/1 mean wait
+    assert pre.ttft_ms == pytest.approx(pre.ttft_unloaded_ms + wait)
+    assert pre.capacity_requests_per_s == pytest.approx(0.8 * pre.requests_per_s)
+
+
+def test_a_gpu_without_a_scaleout_link_cannot_be_a_pool(catalog):
+    model = catalog.model("llama-3.1-70b")
+    spec = GridSpec(
+        gpus=[catalog.gpu("a100-80gb")], quants=[catalog.quant("bf16")], tps=[4],
+        roles=("aggregated", "prefill"),
+    )  # fmt: skip
+    grid, rejected = build_grid(model, spec, catalog.engine("vllm"))
+    assert set(grid["role"]) == {"aggregated"}
+    assert "no sourced scale-out link" in rejected["reason"].iloc[0]
+
+
+def _problem(role, cost, cap, ttft, demand, sla):
+    return FleetProblem(
+        gpu=tuple("g" for _ in role),
+        tp=tuple(1 for _ in role),
+        cost_per_hour=np.asarray(cost, float),
+        capacity=np.asarray(cap, float).reshape(-1, 1),
+        demand=np.asarray([demand], float),
+        role=tuple(role),
+        ttft_part_ms=np.asarray(ttft, float).reshape(-1, 1),
+        ttft_sla_ms=np.asarray([sla], float),
+    )
+
+
+def _brute_force(role, cost, cap, ttft, demand, sla, top=6):
+    """Cheapest integer fleet by enumeration: aggregated capacity plus the pools' smaller
+    side, decode candidates that pair with no prefill candidate within the bound dropped."""
+    prefill = [i for i, r in enumerate(role) if r == "prefill"]
+    usable = [
+        r != "decode" or any(ttft[p] + ttft[i] <= sla for p in prefill) for i, r in enumerate(role)
+    ]
+    best = math.inf
+    for n in itertools.product(range(top), repeat=len(role)):
+        agg = sum(n[i] * cap[i] for i, r in enumerate(role) if r == "aggregated")
+        pre = sum(n[i] * cap[i] for i, r in enumerate(role) if r == "prefill")
+        dec = sum(n[i] * cap[i] for i, r in enumerate(role) if r == "decode" and usable[i])
+        if agg + min(pre, dec) >= demand - 1e-9:
+            best = min(best, sum(c * k for c, k in zip(cost, n, strict=True)))
+    return best
+
+
+@pytest.mark.parametrize(
+    "cost, cap, demand",
+    [
+        ([10.0, 4.0, 3.0, 5.0], [1.0, 2.0, 1.5, 3.0], 3.0),  # pools cheaper: split chosen
+        ([2.0, 4.0, 3.0, 5.0], [1.0, 2.0, 1.5, 3.0], 3.0),  # aggregated cheaper
+        ([6.0, 2.0, 2.5, 9.0], [1.0, 1.2, 0.7, 4.0], 4.5),  # a mix
+    ],
+)
+def test_mip_matches_brute_force_with_both_roles(cost, cap, demand):
+    role = ["aggregated", "prefill", "decode", "decode"]
+    # the second decode candidate's TTFT part (900 ms) pairs with no prefill part (200 ms)
+    # inside a 1000 ms bound, so it must not be used however cheap its slots are
+    ttft = [0.0, 200.0, 50.0, 900.0]
+    sol = solve_fleet(_problem(role, cost, cap, ttft, demand, 1000.0), SolverOptions())
+    want = _brute_force(role, cost, cap, ttft, demand, 1000.0)
+    assert sol.status == "optimal"
+    assert sol.cost_per_hour == pytest.approx(want)
+    assert sol.replicas[3] == 0 or cap[2] * sol.replicas[2] >= sol.load[1, 0] - 1e-6
+    # every request prefilled is decoded: the pools' loads balance
+    assert sol.load[1, 0] == pytest.approx(sol.load[2, 0] + sol.load[3, 0], abs=1e-6)
+
+
+def test_pruning_keeps_roles_apart():
+    keys = columns.frame(
+        {
+            "gpu": ["g", "g"], "tp": [1, 1], "quant": ["fp8"] * 2, "kv_dtype": ["bf16"] * 2,
+            "batch": [8, 8], "role": ["aggregated", "decode"], "cost_per_hour_usd": [1.0, 1.0],
+        },
+        columns.select(["gpu", "tp", "quant", "kv_dtype", "batch", "role", "cost_per_hour_usd"]),
+    )  # fmt: skip
+    offered = Offered(keys, np.array([[2.0], [1.0]]), np.array([[0.0], [10.0]]))
+    assert list(prune_dominated(offered).keys["role"]) == ["aggregated", "decode"]
+
+
+def _solve(tmp_path: Path, mode) -> dict:
+    data = yaml.safe_load(LONG.read_text())
+    data["search"]["disaggregated"] = mode
+    path = tmp_path / f"long-{mode}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = invoke("solve", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_long_prompt_scenario_auto_true_false(tmp_path):
+    plans = {mode: _solve(tmp_path, mode) for mode in ("auto", True, False)}
+    roles = {m: {d["role"] for d in p["fleet"]} for m, p in plans.items()}
+    assert roles[False] == {"aggregated"}
+    assert roles[True] == {"prefill", "decode"}
+    cost = {m: p["total_cost_per_hour_usd"] for m, p in plans.items()}
+    # auto offers both: never dearer than either alone, and here the pools pay
+    assert cost["auto"] <= min(cost[True], cost[False]) + 1e-6
+    assert cost["auto"] < cost[False]
+    assert {"prefill", "decode"} <= roles["auto"]
+    assert any("disaggregated: prefill pool" in n for n in plans["auto"]["notes"])
+    for d in plans[True]["fleet"]:
+        assert d["tpot_ms"] is None if d["role"] == "prefill" else d["tpot_ms"] <= 40
+
+
+def test_estimate_disaggregated_end_to_end():
+    res = invoke(
+        "estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8",
+        "--disaggregated", "--prefill-tp", "4", "--prefill-workers", "3", "--decode-tp", "4",
+        "--decode-workers", "1", "--batch", "32", "--input-len", "16384", "--output-len", "256",
+        "--rate", "2", "--json",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["gpus"] == 16
+    assert out["kv_transfer_ms"] == pytest.approx(26.843545, rel=1e-6)
+    parts = out["prefill_ms"] + out["prefill_wait_ms"] + out["kv_transfer_ms"]
+    assert out["ttft_ms"] > parts + out["tpot_ms"] / 2 - 1e-6
+    assert out["cost_per_hour_usd"] == pytest.approx(16 * 2.69)
+
+
+def test_estimate_disaggregated_refuses_a_gpu_without_a_scaleout_link():
+    res = CliRunner().invoke(
+        cli, ["estimate", "--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--disaggregated"]
+    )
+    assert res.exit_code == 2
+    assert "scale-out link" in res.output
+
+
+def test_disaggregated_must_be_auto_true_or_false(tmp_path):
+    data = yaml.safe_load(LONG.read_text())
+    data["search"]["disaggregated"] = "sometimes"
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = CliRunner().invoke(cli, ["solve", str(path)])
+    assert res.exit_code == 2
+    assert "disaggregated" in res.output
+
+
+def test_percentile_premium_places_pools_by_their_mean_ttft(tmp_path):
+    """The mean-TTFT re-solve of a p90 plan is the plan of the same scenario on the mean."""
+    mean = _solve(tmp_path, "auto")
+    data = yaml.safe_load(LONG.read_text())
+    data["sla"]["statistic"] = "p90"
+    path = tmp_path / "long-p90.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = invoke("solve", str(path), "--json")
+    assert res.exit_code == 0, res.output
+    note = next(n for n in json.loads(res.output)["notes"] if "mean-TTFT plan" in n)
+    assert f"${mean['monthly_cost_usd']:,.0f} a month)" in note
+
+
+def test_disaggregated_true_with_finance_is_refused(tmp_path):
+    data = yaml.safe_load((ROOT / "scenarios" / "diurnal-chatbot.yaml").read_text())
+    data.setdefault("search", {})["disaggregated"] = True
+    path = tmp_path / "fin.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"])
+    assert res.exit_code == 2, res.output
+    assert "finance" in res.output
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    cost=st.lists(st.floats(0.5, 20.0), min_size=5, max_size=5),
+    cap=st.lists(st.floats(0.2, 5.0), min_size=5, max_size=5),
+    ttft=st.lists(st.floats(0.0, 900.0), min_size=5, max_size=5),
+    demand=st.floats(0.5, 8.0),
+)
+def test_pools_never_cost_more_and_always_balance(cost, cap, ttft, demand):
+    """Offering pools can only lower the cost (aggregated fleets stay feasible), every
+    request prefilled is decoded, and each used prefill/decode pair meets the TTFT bound."""
+    role = ["aggregated", "prefill", "prefill", "decode", "decode"]
+    ttft[0] = 0.0
+    problem = _problem(role, cost, cap, ttft, demand, 1000.0)
+    both = solve_fleet(problem, SolverOptions())
+    agg = solve_fleet(
+        problem.restricted(np.array([True, False, False, False, False])), SolverOptions()
+    )
+    assert both.status == agg.status == "optimal"
+    assert both.cost_per_hour <= agg.cost_per_hour + 1e-6
+    assert both.load[1:3, 0].sum() == pytest.approx(both.load[3:5, 0].sum(), abs=1e-6)
+    assert both.load[[0, 1, 2], 0].sum() == pytest.approx(demand, rel=1e-6)
+    used_p = [i for i in (1, 2) if both.load[i, 0] > 1e-7]
+    used_d = [i for i in (3, 4) if both.load[i, 0] > 1e-7]
+    if used_p and used_d:  # buckets: the slowest used parts may pair only within a bucket
+        assert min(ttft[i] for i in used_p) + min(ttft[i] for i in used_d) <= 1000.0 + 1e-6
+
+
+def test_pools_that_cannot_meet_the_ttft_bound_are_explained(tmp_path):
+    data = yaml.safe_load(LONG.read_text())
+    data["sla"]["ttft_ms"] = 500
+    data["search"]["disaggregated"] = True
+    path = tmp_path / "tight.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"])
+    assert res.exit_code == 1, res.output
+    assert "SLA of class 'all'" in res.output
+    assert "best prefill pool reaches a TTFT part of" in res.output
+
+
+def test_every_sourced_scaleout_link_carries_its_source(catalog):
+    linked = [g for g in catalog.gpus.values() if g.scaleout_link_gb_per_s is not None]
+    assert {g.id for g in linked} >= {"h100-sxm", "h200"}
+    for gpu in linked:
+        assert gpu.scaleout_spec is not None and gpu.scaleout_spec.source.startswith("http")
+        assert gpu.gpus_per_node is not None
