@@ -197,3 +197,34 @@ def test_cli_rate_above_capacity_exits_1():
 def test_cli_capacity_without_fleet_exits_2():
     res = CliRunner().invoke(cli, ["capacity", str(ROOT / "scenarios" / "chatbot.yaml")], obj={})
     assert res.exit_code == 2 and "hardware.fleet" in res.output
+
+
+@pytest.mark.parametrize("command", ["capacity", "job"])
+def test_new_commands_have_help_with_an_example(command):
+    res = invoke(command, "--help")
+    assert res.exit_code == 0 and "Example: planner" in res.output
+
+
+def test_solve_checks_fleet_ids_too(tmp_path):
+    text = FLEET.read_text().replace("    h100-sxm: 16", "    h100-sxn: 16")
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"], obj={})
+    assert res.exit_code == 2 and "hardware.fleet" in res.output and "h100-sxm" in res.output
+
+
+@pytest.mark.parametrize(
+    ("job", "needle"),
+    [
+        ({"requests": 5, "tokens": 100}, "exactly one of 'requests' or 'tokens'"),
+        ({"requests": 5, "deadline_hours": 0}, "deadline_hours"),
+        ({"requests": 5, "deadline_hours": 1, "spot": True}, "unknown key"),
+    ],
+)
+def test_bad_jobs_exit_2_with_the_key(tmp_path, job, needle):
+    doc = {"input_tokens": 100, "output_tokens": 10, "deadline_hours": 1, **job}
+    path = tmp_path / "job.yaml"
+    path.write_text(json.dumps({"model": "llama-3.1-8b", "workload": {"job": doc}}))
+    res = CliRunner().invoke(cli, ["job", str(path)], obj={})
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
