@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from planner import load_scenario
@@ -135,3 +137,25 @@ def test_cli_job_json_has_cost_hours_and_finish():
 def test_cli_job_without_job_exits_2():
     res = CliRunner().invoke(cli, ["job", str(ROOT / "scenarios" / "chatbot.yaml")], obj={})
     assert res.exit_code == 2 and "workload.job" in res.output
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    costs=st.lists(st.floats(0.5, 50.0), min_size=1, max_size=4),
+    rates=st.lists(st.floats(0.05, 20.0), min_size=4, max_size=4),
+    requests=st.integers(1_000, 10_000_000),
+    deadline=st.floats(0.5, 200.0),
+)
+def test_without_limits_the_job_costs_its_requests_at_the_best_cost_per_request(
+    costs, rates, requests, deadline
+):
+    """No inventory: the job runs on the candidate of least $ per request, so its cost is
+    requests * min(kappa / (3600 mu)), whatever the deadline; and it finishes in time."""
+    n = len(costs)
+    kappa, mu = np.array(costs), np.array(rates[:n])
+    problem = JobProblem(("g",) * n, (1,) * n, kappa, mu, float(requests), deadline)
+    sol = cheapest_job(problem, OPTIONS)
+    assert sol.cost_usd == pytest.approx(requests * (kappa / (3600 * mu)).min(), rel=2e-4)
+    used = sol.replicas > 0
+    assert (sol.replica_hours[used] / sol.replicas[used] <= deadline * (1 + 1e-9)).all()
+    assert (3600 * mu * sol.replica_hours).sum() >= requests * (1 - 1e-9)
