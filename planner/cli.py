@@ -886,6 +886,59 @@ def _profile_target(ctx, base, profile_id, output, force):
     return profile_id, target
 
 
+# ---- issue #12: a fixed fleet's capacity and a batch job's cost -----------------------------
+@cli.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option(
+    "--rate",
+    type=float,
+    default=None,
+    help="Also give the latency each class sees at this many requests/s on the fleet.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_wide_option
+@click.pass_context
+def capacity(ctx, scenario, rate, as_json, wide) -> None:
+    """The most requests/s a fixed fleet (hardware.fleet) serves within every class's SLA.
+
+    Example: planner capacity scenarios/fleet-16xh100.yaml --rate 30
+    """
+    from planner.inputs.scenarios import load_scenario
+    from planner.planning.capacity import fleet_capacity
+    from planner.render.capacity import capacity_dict, render_capacity
+    from planner.render.json import to_json
+
+    sc, catalog = load_scenario(scenario, _catalog(ctx))
+    result = fleet_capacity(sc, catalog, rate)
+    if as_json:
+        _echo(to_json(capacity_dict(result)), nl=False)
+    else:
+        _echo(render_capacity(result, _layout(wide)))
+
+
+@cli.command()
+@click.argument("scenario", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_wide_option
+@click.pass_context
+def job(ctx, scenario, as_json, wide) -> None:
+    """The cheapest fleet that finishes a batch job (workload.job) by its deadline.
+
+    Example: planner job scenarios/batch-job.yaml
+    """
+    from planner.inputs.scenarios import load_scenario
+    from planner.planning.batch_job import price_job
+    from planner.render.capacity import job_dict, render_job
+    from planner.render.json import to_json
+
+    sc, catalog = load_scenario(scenario, _catalog(ctx))
+    result = price_job(sc, catalog)
+    if as_json:
+        _echo(to_json(job_dict(result)), nl=False)
+    else:
+        _echo(render_job(result, _layout(wide)))
+
+
 def main() -> None:
     """Console entry point: Ctrl-C exits 130, numpy's RuntimeWarnings stay off stderr (the
     test suite turns every warning into an error instead; --debug shows them)."""

@@ -175,6 +175,7 @@ def _check_ids(scenario: Scenario, path: Path, catalog: Catalog) -> None:
         ("hardware.gpus", scenario.hardware.gpus or [], catalog.gpus, "GPU"),
         ("hardware.exclude", scenario.hardware.exclude, catalog.gpus, "GPU"),
         ("hardware.inventory", list(scenario.hardware.inventory), catalog.gpus, "GPU"),
+        ("hardware.fleet", list(scenario.hardware.fleet), catalog.gpus, "GPU"),
         (
             "hardware.pricing.usd_per_gpu_hour",
             list(scenario.hardware.pricing.usd_per_gpu_hour),

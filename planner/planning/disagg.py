@@ -22,6 +22,14 @@ AUTO_MIN_INPUT_TOKENS = 4096
 POOLS = ("prefill", "decode")
 
 
+def aggregated_only(scenario: Scenario) -> Scenario:
+    """The scenario with pools switched off: capacity and batch jobs size whole replicas
+    (their MIPs have no prefill/decode balance), so pools must not reach them."""
+    return scenario.model_copy(
+        update={"search": scenario.search.model_copy(update={"disaggregated": False})}
+    )
+
+
 def roles_for(scenario: Scenario, classes: tuple[RequestClassPlan, ...]) -> tuple[str, ...]:
     """The serving roles the candidate grid enumerates for this scenario."""
     mode = scenario.search.disaggregated

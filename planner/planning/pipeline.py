@@ -69,12 +69,14 @@ def allowed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
         ("hardware.gpus", hw.gpus or []),
         ("hardware.exclude", hw.exclude),
         ("hardware.inventory", list(hw.inventory)),
+        ("hardware.fleet", list(hw.fleet)),
         ("hardware.pricing.usd_per_gpu_hour", list(hw.pricing.usd_per_gpu_hour)),
     ):
         for gpu_id in ids:
             if gpu_id not in catalog.gpus:
                 raise InputError(f"{key}: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
-    chosen = hw.gpus if hw.gpus is not None else sorted(catalog.gpus)
+    default = sorted(hw.fleet) if hw.fleet else sorted(catalog.gpus)  # a fleet: its own GPUs
+    chosen = hw.gpus if hw.gpus is not None else default
     return [catalog.gpus[g] for g in chosen if g not in set(hw.exclude)]
 
 
@@ -285,7 +287,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     problem = fleet_problem(
         offered,
         [cl.requests_per_second for cl in classes],
-        dict(scenario.hardware.inventory),
+        scenario.hardware.available(),
         c.max_gpus,
         budget,
         c.min_replicas,
@@ -371,7 +373,7 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
     problem = fleet_problem(
         offered,
         [cl.requests_per_second for cl in result.classes],
-        dict(scenario.hardware.inventory),
+        scenario.hardware.available(),
         c.max_gpus,
         budget,
         c.min_replicas,

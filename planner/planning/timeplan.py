@@ -208,7 +208,7 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
         spot_max_share=fin.spot.max_share if fin.spot and fin.spot.enabled else 0.0,
         preemption_overhead=fin.spot.preemption_overhead if fin.spot else 0.0,
         min_replicas=scenario.constraints.min_replicas,
-        inventory={g: n for g, n in scenario.hardware.inventory.items() if g in gpus},
+        inventory={g: n for g, n in scenario.hardware.available().items() if g in gpus},
     )
     options = SolverOptions.of(scenario.solver)
     solution = solve_time(problem, options)

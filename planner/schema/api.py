@@ -21,6 +21,9 @@ class ApiOffering(Strict):
     input_usd_per_1m: UsdPer1M
     output_usd_per_1m: UsdPer1M
     cached_input_usd_per_1m: UsdPer1M | None = None
+    # issue #12: a batch (offline) price, only where the provider publishes one, with its source
+    batch_input_usd_per_1m: UsdPer1M | None = None
+    batch_output_usd_per_1m: UsdPer1M | None = None
     context_tokens: (
         Annotated[int, whole(0, limits.MAX_CONTEXT, unit="tokens", low_open=True)] | None
     ) = None

@@ -13,6 +13,9 @@ MIN_REQUESTS_PER_S = 1e-6  # a class's arrival rate: below it (one a fortnight) 
 MAX_REQUESTS_PER_S = 1e6  # peak arrival rate of a scenario (and of every class), requests/s
 MAX_TOKENS = 10_000_000  # input or output tokens of one request
 MAX_LATENCY_MS = 86_400_000.0  # an SLA (TPOT, TTFT) of at most one day
+MAX_JOB_REQUESTS = 10**13  # requests of one batch job (issue #12)
+MAX_JOB_TOKENS = 1e16  # tokens of one batch job
+MAX_JOB_HOURS = 87_600.0  # a batch job's deadline: ten years
 MAX_CLASSES = 64  # request classes of one scenario: evaluation is linear in them (README)
 
 # ---- the deployment space ----------------------------------------------------------------

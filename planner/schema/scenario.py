@@ -86,17 +86,52 @@ class RequestClass(Strict):
         return self
 
 
+# ---- batch jobs (issue #12, item 4): an offline job with a deadline ----------------------
+class Job(Strict):
+    """An offline job: `requests` (or `tokens`, input plus output over the whole job) of one
+    shape, finished within `deadline_hours`; only throughput matters unless an SLA is given."""
+
+    requests: Annotated[int, whole(0, limits.MAX_JOB_REQUESTS, low_open=True)] | None = None
+    tokens: (
+        Annotated[float, between(0, limits.MAX_JOB_TOKENS, unit="tokens", low_open=True)] | None
+    ) = None
+    input_tokens: Tokens
+    output_tokens: Tokens
+    deadline_hours: Annotated[float, between(0, limits.MAX_JOB_HOURS, unit="h", low_open=True)]
+    allow_spot: bool = False  # price each GPU at the cheaper of the scenario's tier and spot
+
+    @model_validator(mode="after")
+    def _requests_or_tokens(self) -> Job:
+        if (self.requests is None) == (self.tokens is None):
+            raise ValueError("job: give exactly one of 'requests' or 'tokens'")
+        return self
+
+    def total_requests(self) -> float:
+        """Requests in the job: as given, or the token count over one request's tokens."""
+        if self.requests is not None:
+            return float(self.requests)
+        assert self.tokens is not None
+        return self.tokens / (self.input_tokens + self.output_tokens)
+
+    def requests_per_second(self) -> float:
+        """The average rate that finishes the job exactly at the deadline."""
+        return self.total_requests() / (self.deadline_hours * 3600.0)
+
+
 class Workload(Strict):
-    """Peak demand, with one request shape or a list of request classes."""
+    """Peak demand, with one request shape or a list of request classes (or a batch job)."""
 
     requests_per_second: Rate | None = None
     input_tokens: Tokens | None = None
     output_tokens: Tokens | None = None
     classes: list[RequestClass] | None = Field(default=None, max_length=limits.MAX_CLASSES)
     prefix_cached_tokens: Annotated[int, whole(0, limits.MAX_TOKENS, unit="tokens")] = 0
+    job: Job | None = None  # issue #12: a batch job instead of a request rate
 
     @model_validator(mode="after")
     def _one_shape_or_classes(self) -> Workload:
+        if self.job is not None:
+            return self._check_job()
         single = self.input_tokens is not None or self.output_tokens is not None
         if self.classes is not None and self.prefix_cached_tokens:
             raise ValueError("give prefix_cached_tokens per class when the workload has classes")
@@ -152,6 +187,25 @@ class Workload(Strict):
                 f"{limits.MAX_REQUESTS_PER_S:g} a scenario may plan for"
             )
 
+    def _check_job(self) -> Workload:
+        """A job stands alone: no rate, shape or classes beside it; its rate is in range."""
+        extra = [
+            k
+            for k in ("requests_per_second", "input_tokens", "output_tokens", "classes")
+            if getattr(self, k) is not None
+        ]
+        if extra:
+            raise ValueError(f"give either job or {', '.join(extra)}, not both")
+        assert self.job is not None
+        rate = self.job.requests_per_second()
+        if not limits.MIN_REQUESTS_PER_S <= rate <= limits.MAX_REQUESTS_PER_S:
+            raise ValueError(
+                f"job: {self.job.total_requests():.6g} requests in {self.job.deadline_hours:g} h "
+                f"is {rate:.3g} requests/s, outside [{limits.MIN_REQUESTS_PER_S:g}, "
+                f"{limits.MAX_REQUESTS_PER_S:g}]"
+            )
+        return self
+
     def peak_requests_per_second(self) -> float:
         """The total arrival rate of every class at the peak."""
         return sum(rate for _, rate, *_ in self.resolved_classes())
@@ -163,7 +217,10 @@ class Workload(Strict):
         return {c.name: c.prefix_cached_tokens for c in self.classes}
 
     def resolved_classes(self) -> list[tuple[str, float, int, int, Sla | None]]:
-        """(name, requests/s, input, output, sla) for every class."""
+        """(name, requests/s, input, output, sla) for every class (a job: its average rate)."""
+        if self.job is not None:
+            j = self.job
+            return [("job", j.requests_per_second(), j.input_tokens, j.output_tokens, None)]
         if self.classes is None:
             assert self.requests_per_second and self.input_tokens and self.output_tokens
             return [("all", self.requests_per_second, self.input_tokens, self.output_tokens, None)]
@@ -191,6 +248,17 @@ class Hardware(Strict):
     exclude: Names = []
     inventory: dict[str, GpuCount] = {}
     pricing: Pricing = Pricing()
+    # issue #12: a fixed fleet you own ({gpu id: count}); `planner capacity` sizes demand to it
+    fleet: dict[
+        str, Annotated[int, whole(0, limits.MAX_GPU_COUNT, unit="GPUs", low_open=True)]
+    ] = {}
+
+    def available(self) -> dict[str, int]:
+        """The most GPUs of each type a plan may use: inventory, capped by a fleet's counts."""
+        out = dict(self.inventory)
+        for gpu_id, count in self.fleet.items():
+            out[gpu_id] = min(count, out.get(gpu_id, count))
+        return out
 
 
 class Search(Strict):

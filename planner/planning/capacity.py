@@ -1,0 +1,347 @@
+"""capacity(scenario, catalog): the most demand a fixed fleet serves within every class's SLA.
+
+The scenario names the fleet (`hardware.fleet: {gpu: count}`); its class mix is kept and the
+total rate is the unknown. Candidates are evaluated and held to each class's SLA (TPOT, TTFT
+at its statistic, queueing at the planned utilisation) exactly as `plan` does, then one MIP
+maximises the rate (planner.fleet.capacity). Pure: no files, no printing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from planner.errors import InfeasibleError, InputError, unknown_name_message
+from planner.fleet.capacity import ScaleProblem, ScaleSolution, max_scale
+from planner.fleet.selection import (
+    CANDIDATE_KEY,
+    Offered,
+    offered_capacity,
+    prune_dominated,
+)
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem
+from planner.inputs.catalog import Catalog
+from planner.money.pricing import gpu_price
+from planner.perf.candidates import Price
+from planner.perf.evaluate import ttft_ms_at
+from planner.planning.diagnose import explain_infeasible
+from planner.planning.disagg import aggregated_only
+from planner.planning.estimate import check_context
+from planner.planning.pipeline import evaluate_classes, request_classes
+from planner.schema.model import Model
+from planner.schema.plan import RequestClassPlan
+from planner.schema.scenario import Scenario
+
+NO_PRICE = Price(0.0, "owned fleet (no catalog price)")  # capacity needs no price
+
+
+@dataclass(frozen=True)
+class CapacityLine:
+    """One deployment of the fleet at its largest demand: a candidate, replicas and load."""
+
+    gpu: str
+    tp: int
+    quant: str
+    kv_dtype: str
+    batch: int
+    speculative: str
+    spec_tokens: int
+    role: str
+    replicas: int
+    gpus: int
+    load_by_class: dict[str, float]  # requests/s these replicas carry at the largest demand
+    utilisation: float  # of each replica's capacity at the planned utilisation (<= 1)
+    tpot_ms_by_class: dict[str, float]
+    ttft_ms_by_class: dict[str, float]
+    batch_limit: str  # why a larger batch does not serve more: TPOT, TTFT, memory or grid
+
+
+@dataclass(frozen=True)
+class ClassLatency:
+    """What one class sees at a given rate: the worst TPOT and TTFT over its deployments."""
+
+    name: str
+    requests_per_second: float
+    tpot_ms: float
+    ttft_ms: float
+    statistic: str
+    tpot_sla_ms: float | None
+    ttft_sla_ms: float | None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The answer: the largest rate, the configuration carrying it, and what binds."""
+
+    scenario_name: str
+    model_id: str
+    fleet: dict[str, int]
+    status: str
+    max_requests_per_second: float
+    upper_bound_requests_per_second: float  # the solver's bound: no configuration does more
+    max_output_tokens_per_s: float
+    max_total_tokens_per_s: float
+    classes: tuple[RequestClassPlan, ...]
+    mix: dict[str, float]
+    deployments: tuple[CapacityLine, ...]
+    binding: tuple[str, ...]
+    gpus_used: dict[str, int]
+    utilisation: float  # planned utilisation of a replica (search.target_utilization)
+    relative_gap: float
+    fleet_cost_per_hour_usd: float | None  # the fleet at catalog prices, where all are listed
+    at_rate: tuple[ClassLatency, ...] | None = None
+    rate_requests_per_second: float | None = None
+
+
+def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
+    """The scenario's fleet, its GPU ids checked against the catalog (with a close match)."""
+    fleet = dict(scenario.hardware.fleet)
+    if not fleet:
+        raise InputError(
+            "hardware.fleet: planner capacity needs a fixed fleet, e.g. "
+            "hardware: {fleet: {h100-sxm: 16}}"
+        )
+    for gpu_id in fleet:
+        if gpu_id not in catalog.gpus:
+            raise InputError("hardware.fleet: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
+    return fleet
+
+
+def evaluated(
+    scenario: Scenario, catalog: Catalog
+) -> tuple[Model, tuple[RequestClassPlan, ...], pd.DataFrame, pd.DataFrame, dict[str, Price]]:
+    """The model, classes, every fleet candidate judged per class (memory and SLA only: every
+    fleet GPU gets a stub price, as an owned fleet needs none), rejects, catalog prices."""
+    fleet = _fleet_gpus(scenario, catalog)
+    model = catalog.model(scenario.model)
+    classes = request_classes(scenario)
+    for cl in classes:
+        check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
+    own = aggregated_only(scenario).model_copy(
+        update={"hardware": scenario.hardware.model_copy(update={"gpus": sorted(fleet)})}
+    )
+    listed = {g: p for g in fleet if (p := gpu_price(catalog.gpus[g], scenario.hardware.pricing))}
+    stub = {g: NO_PRICE for g in fleet}
+    rows, rejected = evaluate_classes(own, catalog, model, classes, stub)
+    return model, classes, rows, rejected, listed
+
+
+def scale_problem(
+    scenario: Scenario, offered: Offered, classes: tuple[RequestClassPlan, ...]
+) -> ScaleProblem:
+    """The largest-demand MIP's data: the offered candidates, the class mix, the fleet."""
+    rates = np.array([c.requests_per_second for c in classes], dtype=float)
+    c = scenario.constraints
+    return ScaleProblem(
+        gpu=tuple(str(g) for g in offered.keys["gpu"]),
+        tp=tuple(int(t) for t in offered.keys["tp"]),
+        capacity=offered.capacity.astype(float),
+        mix=rates / rates.sum(),
+        fleet=scenario.hardware.available(),
+        max_gpus=c.max_gpus,
+        min_replicas=c.min_replicas,
+    )
+
+
+def _no_candidate(scenario, model, classes, rows, rejected, gpus) -> None:
+    """Raise the planner's own diagnosis (memory, then each class's SLA) when no candidate
+    carries some class."""
+    stub_problem = FleetProblem((), (), np.zeros(0), np.zeros((0, len(classes))), np.zeros(0))
+    explain_infeasible(
+        scenario, model, classes, rows, rejected, stub_problem, gpus, {"-": NO_PRICE}
+    )
+
+
+def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = None) -> Capacity:
+    """The largest request rate the fleet serves at the scenario's class mix, every class
+    within its SLA; with `rate`, also the latency each class sees at that rate."""
+    model, classes, rows, rejected, listed = evaluated(scenario, catalog)
+    names = [c.name for c in classes]
+    offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], names))
+    gpus = [catalog.gpus[g] for g in scenario.hardware.fleet]
+    if len(offered) == 0 or not (offered.capacity > 0).any(axis=0).all():
+        _no_candidate(scenario, model, classes, rows, rejected, gpus)
+    problem = scale_problem(scenario, offered, classes)
+    options = SolverOptions.of(scenario.solver)
+    solution = max_scale(problem, options)
+    if solution.status == "infeasible" or solution.scale <= 0:
+        raise InfeasibleError(_fleet_limits_message(scenario, problem), {"binding": "fleet"})
+    result = _capacity(scenario, model, classes, rows, offered, problem, solution, listed)
+    if rate is not None:
+        result = at_rate(result, rows, rate)
+    return result
+
+
+def _fleet_limits_message(scenario: Scenario, problem: ScaleProblem) -> str:
+    fleet = ", ".join(f"{n} x {g}" for g, n in sorted(problem.fleet.items()))
+    smallest = min(problem.tp)
+    c = scenario.constraints
+    return (
+        f"fleet: {fleet} cannot hold the replicas the constraints ask for (min_replicas "
+        f"{c.min_replicas}, max_gpus {c.max_gpus}; the smallest replica needs {smallest} GPUs)"
+    )
+
+
+def _capacity(scenario, model, classes, rows, offered, problem, solution, listed) -> Capacity:
+    """Assemble the answer from the solved MIP."""
+    lines = tuple(_lines(rows, offered, problem, solution, classes))
+    used: dict[str, int] = {}
+    for line in lines:
+        used[line.gpu] = used.get(line.gpu, 0) + line.gpus
+    s = solution.scale
+    mix = dict(zip([c.name for c in classes], problem.mix.tolist(), strict=True))
+    out_tok = s * sum(mix[c.name] * c.output_tokens for c in classes)
+    all_tok = s * sum(mix[c.name] * (c.input_tokens + c.output_tokens) for c in classes)
+    fleet = dict(scenario.hardware.fleet)
+    cost = None
+    if all(g in listed for g in fleet):
+        cost = sum(listed[g].usd_per_gpu_hour * n for g, n in fleet.items())
+    return Capacity(
+        scenario_name=scenario.name or "scenario",
+        model_id=model.id,
+        fleet=fleet,
+        status=solution.status,
+        max_requests_per_second=s,
+        upper_bound_requests_per_second=solution.bound,
+        max_output_tokens_per_s=out_tok,
+        max_total_tokens_per_s=all_tok,
+        classes=classes,
+        mix=mix,
+        deployments=lines,
+        binding=tuple(_binding(problem, solution, lines, used)),
+        gpus_used=used,
+        utilisation=scenario.search.target_utilization,
+        relative_gap=scenario.solver.relative_gap,
+        fleet_cost_per_hour_usd=cost,
+    )
+
+
+def _own_rows(rows: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
+    """Every evaluated row (every class) of one (gpu, tp, quant, kv, batch)."""
+    mask = np.ones(len(rows), dtype=bool)
+    for k in CANDIDATE_KEY:
+        mask &= (rows[k] == key[k]).to_numpy()
+    return rows[mask]
+
+
+def _lines(rows, offered, problem, solution, classes):
+    names = [c.name for c in classes]
+    for i in np.flatnonzero(solution.replicas):
+        key = offered.keys.iloc[i]
+        own = _own_rows(rows, key).set_index("class")
+        n = int(solution.replicas[i])
+        load = {w: float(solution.load[i, j]) for j, w in enumerate(names)}
+        caps = problem.capacity[i]
+        busy = sum(load[w] / caps[j] for j, w in enumerate(names) if caps[j] > 0) / n
+        served = [w for w in names if load[w] > 1e-12] or [w for w in names if w in own.index]
+        yield CapacityLine(
+            gpu=str(key["gpu"]),
+            tp=int(key["tp"]),
+            quant=str(key["quant"]),
+            kv_dtype=str(key["kv_dtype"]),
+            batch=int(key["batch"]),
+            speculative=str(key["speculative"]),
+            spec_tokens=int(key["spec_tokens"]),
+            role=str(key["role"]),
+            replicas=n,
+            gpus=n * int(key["tp"]),
+            load_by_class=load,
+            utilisation=min(busy, 1.0),
+            tpot_ms_by_class={w: float(own.loc[w, "tpot_ms"]) for w in served},
+            ttft_ms_by_class={w: float(own.loc[w, "ttft_ms"]) for w in served},
+            batch_limit=_batch_limit(rows, key, served),
+        )
+
+
+def _batch_limit(rows: pd.DataFrame, key: pd.Series, served: list[str]) -> str:
+    """Why the next larger batch of the same (gpu, tp, quant, kv) is not used: the reason it
+    fails a served class (TPOT, TTFT, memory), or the end of the batch grid."""
+    same = np.ones(len(rows), dtype=bool)
+    for k in ("gpu", "tp", "quant", "kv_dtype"):
+        same &= (rows[k] == key[k]).to_numpy()
+    bigger = rows[same & (rows["batch"] > key["batch"]).to_numpy()]
+    if bigger.empty:
+        return f"batch {int(key['batch'])} is the largest searched (search.batch_max)"
+    nxt = bigger[bigger["batch"] == bigger["batch"].min()]
+    for w in served:
+        why = nxt.loc[nxt["class"] == w, "why_not"]
+        if len(why) and why.iloc[0]:
+            return f"batch {int(nxt['batch'].iloc[0])} ({w}): {why.iloc[0]}"
+    return f"batch {int(nxt['batch'].iloc[0])} meets the SLA but carries no more at this mix"
+
+
+def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> list[str]:
+    """What stops more demand: the GPU counts (no further replica fits), then what caps each
+    deployment's batch."""
+    out = []
+    for gpu_id, count in sorted(problem.fleet.items()):
+        tps = [t for g, t in zip(problem.gpu, problem.tp, strict=True) if g == gpu_id]
+        spare = count - used.get(gpu_id, 0)
+        if tps and spare < min(tps):
+            out.append(f"GPU count: {used.get(gpu_id, 0)} of {count} {gpu_id} in use")
+        elif tps:
+            out.append(f"GPU count: {spare} {gpu_id} idle (no replica adds capacity at this mix)")
+    if problem.max_gpus is not None and sum(used.values()) + min(problem.tp) > problem.max_gpus:
+        out.append(f"constraints.max_gpus: {sum(used.values())} of {problem.max_gpus} in use")
+    for line in lines:
+        out.append(f"{line.gpu} tp {line.tp} {line.quant} batch {line.batch}: {line.batch_limit}")
+    return out
+
+
+# ---- the reverse question: the latency each class sees at a given rate ----------------------
+def at_rate(result: Capacity, rows: pd.DataFrame, rate: float) -> Capacity:
+    """The same deployments carrying `rate` in the same proportions: each replica's utilisation
+    falls by rate / max; TTFT is re-queued at that utilisation. TPOT is the configured batch's
+    (an upper bound: at lower load fewer sequences share a step)."""
+    top = result.max_requests_per_second
+    if not (math.isfinite(rate) and rate > 0):
+        raise InputError(f"--rate: must be a positive number of requests/s, got {rate}")
+    if rate > top * (1.0 + result.relative_gap):
+        raise InfeasibleError(
+            f"rate: {rate:g} requests/s is more than this fleet serves within the SLA "
+            f"({top:.4g} requests/s at most; binding: {'; '.join(result.binding[:2])})",
+            {"binding": "capacity", "max_requests_per_second": top},
+        )
+    worst: dict[str, tuple[float, float]] = {}
+    for line in result.deployments:
+        u = result.utilisation * line.utilisation * rate / top
+        own = _own_rows(rows, pd.Series({k: getattr(line, k) for k in CANDIDATE_KEY}))
+        for cls in result.classes:
+            if line.load_by_class.get(cls.name, 0.0) <= 1e-12:
+                continue
+            r = own[own["class"] == cls.name]
+            r = r.assign(capacity_requests_per_s=u * r["requests_per_s"])
+            ttft = float(ttft_ms_at(r, u, cls.statistic)[0])
+            tpot = float(r["tpot_ms"].iloc[0])
+            old = worst.get(cls.name, (0.0, 0.0))
+            worst[cls.name] = (max(old[0], tpot), max(old[1], ttft))
+    seen = tuple(
+        ClassLatency(
+            c.name, rate * result.mix[c.name], *worst[c.name], c.statistic, c.tpot_ms, c.ttft_ms
+        )
+        for c in result.classes
+        if c.name in worst
+    )
+    return replace(result, at_rate=seen, rate_requests_per_second=rate)
+
+
+def scenario_at_rate(scenario: Scenario, rate: float) -> Scenario:
+    """The scenario with its demand scaled to `rate` requests/s in total, same class mix (to
+    check a capacity answer with an ordinary plan)."""
+    wl = scenario.workload
+    factor = rate / wl.peak_requests_per_second()
+    update: dict[str, object] = {}
+    if wl.requests_per_second is not None:
+        update["requests_per_second"] = wl.requests_per_second * factor
+    if wl.classes is not None:
+        update["classes"] = [
+            c.model_copy(update={"requests_per_second": c.requests_per_second * factor})
+            if c.requests_per_second is not None
+            else c
+            for c in wl.classes
+        ]
+    return scenario.model_copy(update={"workload": wl.model_copy(update=update)})

@@ -1,0 +1,161 @@
+"""Batch jobs (`planner job`): the replica-hours MIP against hand-computed costs, the shipped
+job priced and re-derived from its own candidate rows, schema errors and the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from planner import load_scenario
+from planner.cli import cli
+from planner.errors import InfeasibleError, InputError
+from planner.fleet.capacity import JobProblem, cheapest_job
+from planner.fleet.solver import SolverOptions
+from planner.planning.batch_job import price_job
+from planner.schema.scenario import Workload
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "scenarios" / "batch-job.yaml"
+OPTIONS = SolverOptions(time_limit_s=60.0)
+
+
+def test_one_candidate_by_hand():
+    """36,000 requests at 1 req/s per replica = 10 replica-hours at $2/h = $20; a 4 h deadline
+    needs ceil(10 / 4) = 3 replicas, each running 10/3 h."""
+    problem = JobProblem(("g",), (1,), np.array([2.0]), np.array([1.0]), 36_000, 4.0)
+    sol = cheapest_job(problem, OPTIONS)
+    assert sol.cost_usd == pytest.approx(20.0)
+    assert sol.replicas.tolist() == [3]
+    assert sol.replica_hours[0] / sol.replicas[0] == pytest.approx(10 / 3)
+
+
+def test_the_cheapest_per_request_wins_not_the_cheapest_per_hour():
+    """$1/h at 1 req/s ($2.78e-4 a request) against $3/h at 4 req/s ($2.08e-4): the second."""
+    problem = JobProblem(
+        ("a", "b"), (1, 1), np.array([1.0, 3.0]), np.array([1.0, 4.0]), 72_000, 10.0
+    )
+    sol = cheapest_job(problem, OPTIONS)
+    assert sol.cost_usd == pytest.approx(72_000 / (4 * 3600) * 3.0)
+    assert sol.replica_hours[0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_an_inventory_that_is_too_small_for_the_deadline_is_infeasible():
+    problem = JobProblem(
+        ("g",), (2,), np.array([2.0]), np.array([1.0]), 36_000, 4.0, inventory={"g": 4}
+    )
+    assert cheapest_job(problem, OPTIONS).status == "infeasible"  # 2 replicas: 8 h < 10 h
+
+
+@pytest.fixture(scope="module")
+def shipped(catalog):
+    scenario, cat = load_scenario(JOB, catalog)
+    return scenario, price_job(scenario, cat)
+
+
+def test_shipped_job_cost_is_requests_over_rate_times_price(shipped):
+    scenario, result = shipped
+    job = scenario.workload.job
+    assert result.requests == job.requests == 2_000_000
+    assert result.finish_hours <= job.deadline_hours
+    total = 0.0
+    for line in result.lines:
+        hours = line.requests / (3600 * line.requests_per_s_per_replica)
+        assert line.cost_usd == pytest.approx(hours * line.price_usd_per_gpu_hour * line.tp)
+        assert line.hours_each == pytest.approx(hours / line.replicas)
+        assert math.ceil(hours / job.deadline_hours - 1e-9) <= line.replicas
+        total += line.cost_usd
+    assert sum(x.requests for x in result.lines) == pytest.approx(job.requests)
+    assert result.cost_usd == pytest.approx(total)
+    assert result.gpu_hours == pytest.approx(sum(x.hours_each * x.gpus for x in result.lines))
+    tokens = job.requests * (job.input_tokens + job.output_tokens)
+    assert result.cost_per_1m_tokens_usd == pytest.approx(total / tokens * 1e6)
+
+
+def test_shipped_job_prices_apis_at_list_and_says_no_batch_price(shipped):
+    _, result = shipped
+    assert result.api and all(q.batch_cost_usd is None for q in result.api)
+    assert any("batch price" in n for n in result.notes)
+    first = result.api[0]
+    assert first.list_cost_usd > 0
+
+
+def test_spot_is_used_only_when_allowed(shipped, catalog):
+    scenario, result = shipped
+    no_spot = scenario.model_copy(
+        update={
+            "workload": scenario.workload.model_copy(
+                update={"job": scenario.workload.job.model_copy(update={"allow_spot": False})}
+            )
+        }
+    )
+    plain = price_job(no_spot, catalog)
+    assert all("(spot)" not in x.price_tier for x in plain.lines)
+    assert result.cost_usd <= plain.cost_usd + 1e-9
+
+
+def test_a_short_deadline_on_a_small_inventory_names_the_fastest_finish(shipped, catalog):
+    scenario, _ = shipped
+    hw = scenario.hardware.model_copy(update={"gpus": ["h100-sxm"], "inventory": {"h100-sxm": 1}})
+    with pytest.raises(InfeasibleError, match="at best"):
+        price_job(scenario.model_copy(update={"hardware": hw}), catalog)
+
+
+def test_job_schema_refuses_ambiguity():
+    shape = {"input_tokens": 100, "output_tokens": 10, "deadline_hours": 1}
+    with pytest.raises(ValidationError, match="exactly one of 'requests' or 'tokens'"):
+        Workload.model_validate({"job": {**shape, "requests": 5, "tokens": 1e6}})
+    with pytest.raises(ValidationError, match="not both"):
+        Workload.model_validate({"job": {**shape, "requests": 5}, "requests_per_second": 1})
+    by_tokens = Workload.model_validate({"job": {**shape, "tokens": 1.1e6}})
+    assert by_tokens.job is not None and by_tokens.job.total_requests() == pytest.approx(1e4)
+    assert by_tokens.peak_requests_per_second() == pytest.approx(1e4 / 3600)
+
+
+def test_a_scenario_without_a_job_is_a_user_error(catalog):
+    scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
+    with pytest.raises(InputError, match="workload.job"):
+        price_job(scenario, cat)
+
+
+def test_cli_job_json_has_cost_hours_and_finish():
+    res = CliRunner().invoke(cli, ["job", str(JOB), "--json"], obj={}, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    for key in ("job_cost_usd", "gpu_hours", "finish_hours", "deployments", "api"):
+        assert key in data
+    assert data["finish_hours"] <= data["deadline_hours"] == 72
+
+
+def test_cli_job_without_job_exits_2():
+    res = CliRunner().invoke(cli, ["job", str(ROOT / "scenarios" / "chatbot.yaml")], obj={})
+    assert res.exit_code == 2 and "workload.job" in res.output
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    costs=st.lists(st.floats(0.5, 50.0), min_size=1, max_size=4),
+    rates=st.lists(st.floats(0.05, 20.0), min_size=4, max_size=4),
+    requests=st.integers(1_000, 10_000_000),
+    deadline=st.floats(0.5, 200.0),
+)
+def test_without_limits_the_job_costs_its_requests_at_the_best_cost_per_request(
+    costs, rates, requests, deadline
+):
+    """No inventory: the job runs on the candidate of least $ per request, so its cost is
+    requests * min(kappa / (3600 mu)), whatever the deadline; and it finishes in time."""
+    n = len(costs)
+    kappa, mu = np.array(costs), np.array(rates[:n])
+    problem = JobProblem(("g",) * n, (1,) * n, kappa, mu, float(requests), deadline)
+    sol = cheapest_job(problem, OPTIONS)
+    assert sol.cost_usd == pytest.approx(requests * (kappa / (3600 * mu)).min(), rel=2e-4)
+    used = sol.replicas > 0
+    assert (sol.replica_hours[used] / sol.replicas[used] <= deadline * (1 + 1e-9)).all()
+    assert (3600 * mu * sol.replica_hours).sum() >= requests * (1 - 1e-9)

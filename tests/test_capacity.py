@@ -1,0 +1,230 @@
+"""Capacity of a fixed fleet (`planner capacity`): the largest-scale MIP against hand-computed
+cases and a brute-force bisection, the answer checked by ordinary plans at and above it, the
+reverse question (latency at a rate), and the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner import load_scenario, plan
+from planner.cli import cli
+from planner.errors import InfeasibleError, InputError
+from planner.fleet.capacity import ScaleProblem, max_scale
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.planning.capacity import fleet_capacity, scenario_at_rate
+from planner.schema.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+FLEET = ROOT / "scenarios" / "fleet-16xh100.yaml"
+OPTIONS = SolverOptions(time_limit_s=60.0)
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args), obj={}, catch_exceptions=False)
+
+
+def feasible(problem: ScaleProblem, scale: float) -> bool:
+    """Does the steady fleet MIP (the planner's own) find a fleet for `scale` within the
+    fleet's counts?"""
+    steady = FleetProblem(
+        gpu=problem.gpu,
+        tp=problem.tp,
+        cost_per_hour=np.asarray(problem.tp, dtype=float),
+        capacity=problem.capacity,
+        demand=problem.mix * scale,
+        inventory=problem.fleet,
+        max_gpus=problem.max_gpus,
+        min_replicas=problem.min_replicas,
+    )
+    return solve_fleet(steady, OPTIONS).status != "infeasible"
+
+
+def bisection(problem: ScaleProblem, tol: float = 1e-7) -> float:
+    """The largest feasible scale by bisection over feasibility solves (the brute force)."""
+    lo, hi = 0.0, float(problem.capacity.max() * sum(problem.fleet.values())) + 1.0
+    while hi - lo > tol * max(hi, 1.0):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if feasible(problem, mid) else (lo, mid)
+    return lo
+
+
+def test_one_candidate_by_hand():
+    """tp 2 on 5 GPUs: 2 replicas of 3 req/s carry 6 req/s; one GPU stays idle."""
+    problem = ScaleProblem(("g",), (2,), np.array([[3.0]]), np.array([1.0]), {"g": 5})
+    sol = max_scale(problem, OPTIONS)
+    assert sol.scale == pytest.approx(6.0)
+    assert sol.replicas.tolist() == [2]
+
+
+def test_two_classes_share_replicas_by_hand():
+    """Mix 3:1 on replicas carrying 4 (class a) or 2 (class b) req/s: n replicas carry s
+    with 0.75 s / 4 + 0.25 s / 2 <= n, so 4 replicas carry 4 / 0.3125 = 12.8 req/s."""
+    problem = ScaleProblem(("g",), (1,), np.array([[4.0, 2.0]]), np.array([0.75, 0.25]), {"g": 4})
+    sol = max_scale(problem, OPTIONS)
+    assert sol.scale == pytest.approx(4.0 / (0.75 / 4 + 0.25 / 2))
+    assert sol.load.sum(axis=0) == pytest.approx([0.75 * sol.scale, 0.25 * sol.scale])
+
+
+def test_small_mixed_case_matches_a_bisection_over_solves():
+    """Two GPU types, three candidates, two classes: packing matters (tp 4 vs tp 1)."""
+    problem = ScaleProblem(
+        gpu=("a", "a", "b"),
+        tp=(1, 4, 2),
+        capacity=np.array([[1.0, 0.0], [5.0, 3.0], [2.5, 1.5]]),
+        mix=np.array([0.6, 0.4]),
+        fleet={"a": 6, "b": 3},
+    )
+    sol = max_scale(problem, OPTIONS)
+    brute = bisection(problem)
+    assert sol.scale == pytest.approx(brute, rel=1e-4)
+    assert sol.bound >= sol.scale
+    assert feasible(problem, sol.scale) and not feasible(problem, sol.scale * 1.001)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    caps=st.lists(st.floats(0.1, 20.0), min_size=2, max_size=4),
+    tps=st.lists(st.sampled_from([1, 2, 4]), min_size=4, max_size=4),
+    count=st.integers(1, 12),
+)
+def test_the_answer_is_feasible_and_a_little_more_is_not(caps, tps, count):
+    n = len(caps)
+    problem = ScaleProblem(
+        ("g",) * n, tuple(tps[:n]), np.array(caps)[:, None], np.array([1.0]), {"g": count}
+    )
+    sol = max_scale(problem, OPTIONS)
+    if min(tps[:n]) > count:
+        assert sol.scale == 0.0
+        return
+    assert feasible(problem, sol.scale)
+    assert not feasible(problem, sol.scale * 1.001)
+
+
+@pytest.fixture(scope="module")
+def fleet16(catalog):
+    scenario, cat = load_scenario(FLEET, catalog)
+    return scenario, cat, fleet_capacity(scenario, cat, rate=20.0)
+
+
+def test_16_h100s_answer_is_checked_by_plans_at_and_above_it(fleet16, unhurried):
+    scenario, cat, result = fleet16
+    top = result.max_requests_per_second
+    assert 30 < top < 60  # the issue's hand bisection: 38 req/s fits, 42 does not
+    assert sum(d.gpus for d in result.deployments) <= 16
+    at = plan(unhurried(scenario_at_rate(scenario, top)), cat)
+    assert at.fleet.status == "optimal" and at.fleet.total_gpus <= 16
+    with pytest.raises(InfeasibleError):
+        plan(unhurried(scenario_at_rate(scenario, top * 1.001)), cat)
+
+
+def test_16_h100s_binding_and_tokens(fleet16):
+    _, _, result = fleet16
+    assert result.binding[0] == "GPU count: 16 of 16 h100-sxm in use"
+    assert any("TPOT" in b or "TTFT" in b or "memory" in b for b in result.binding[1:])
+    assert result.max_output_tokens_per_s == pytest.approx(result.max_requests_per_second * 256)
+    for d in result.deployments:
+        assert max(d.tpot_ms_by_class.values()) <= 50 and max(d.ttft_ms_by_class.values()) <= 1000
+
+
+def test_latency_at_a_lower_rate_is_no_worse_and_within_sla(fleet16, catalog):
+    scenario, cat, result = fleet16
+    assert result.at_rate is not None
+    (seen,) = result.at_rate
+    (line,) = [d for d in result.deployments if d.load_by_class["all"] > 0][:1]
+    assert seen.requests_per_second == pytest.approx(20.0)
+    assert seen.ttft_ms < line.ttft_ms_by_class["all"]  # less queueing at less load
+    assert seen.tpot_ms == pytest.approx(line.tpot_ms_by_class["all"])
+    with pytest.raises(InfeasibleError, match="more than this fleet serves"):
+        fleet_capacity(scenario, cat, rate=result.max_requests_per_second * 1.01)
+
+
+def test_a_scenario_without_a_fleet_is_a_user_error(catalog):
+    scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
+    with pytest.raises(InputError, match="hardware.fleet"):
+        fleet_capacity(scenario, cat)
+
+
+def test_fleet_caps_solve_like_an_inventory():
+    hw = Scenario.model_validate(
+        {
+            "model": "m",
+            "workload": {"requests_per_second": 1, "input_tokens": 1, "output_tokens": 1},
+            "hardware": {"fleet": {"h100-sxm": 16}, "inventory": {"h100-sxm": 8, "h200": 4}},
+        }
+    ).hardware
+    assert hw.available() == {"h100-sxm": 8, "h200": 4}
+
+
+def test_cli_capacity_json_has_the_promised_keys():
+    res = invoke("capacity", str(FLEET), "--json", "--rate", "25")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    for key in ("max_requests_per_second", "max_output_tokens_per_s", "deployments", "binding"):
+        assert key in data
+    assert data["deployments"][0]["gpu"] == "h100-sxm"
+    assert data["at_rate"]["requests_per_second"] == 25
+
+
+def test_cli_capacity_text_names_rate_and_binding():
+    res = invoke("capacity", str(FLEET))
+    assert res.exit_code == 0, res.output
+    assert "requests/s" in res.output and "Binding:" in res.output
+
+
+def test_cli_unknown_fleet_gpu_exits_2_with_a_close_match(tmp_path):
+    text = FLEET.read_text().replace("    h100-sxm: 16", "    h100-sxn: 16")
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    res = CliRunner().invoke(cli, ["capacity", str(path)], obj={})
+    assert res.exit_code == 2
+    assert "hardware.fleet" in res.output and "did you mean 'h100-sxm'" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_cli_rate_above_capacity_exits_1():
+    res = CliRunner().invoke(cli, ["capacity", str(FLEET), "--rate", "1000"], obj={})
+    assert res.exit_code == 1 and "more than this fleet serves" in res.output
+
+
+def test_cli_capacity_without_fleet_exits_2():
+    res = CliRunner().invoke(cli, ["capacity", str(ROOT / "scenarios" / "chatbot.yaml")], obj={})
+    assert res.exit_code == 2 and "hardware.fleet" in res.output
+
+
+@pytest.mark.parametrize("command", ["capacity", "job"])
+def test_new_commands_have_help_with_an_example(command):
+    res = invoke(command, "--help")
+    assert res.exit_code == 0 and "Example: planner" in res.output
+
+
+def test_solve_checks_fleet_ids_too(tmp_path):
+    text = FLEET.read_text().replace("    h100-sxm: 16", "    h100-sxn: 16")
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text)
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"], obj={})
+    assert res.exit_code == 2 and "hardware.fleet" in res.output and "h100-sxm" in res.output
+
+
+@pytest.mark.parametrize(
+    ("job", "needle"),
+    [
+        ({"requests": 5, "tokens": 100}, "exactly one of 'requests' or 'tokens'"),
+        ({"requests": 5, "deadline_hours": 0}, "deadline_hours"),
+        ({"requests": 5, "deadline_hours": 1, "spot": True}, "unknown key"),
+    ],
+)
+def test_bad_jobs_exit_2_with_the_key(tmp_path, job, needle):
+    doc = {"input_tokens": 100, "output_tokens": 10, "deadline_hours": 1, **job}
+    path = tmp_path / "job.yaml"
+    path.write_text(json.dumps({"model": "llama-3.1-8b", "workload": {"job": doc}}))
+    res = CliRunner().invoke(cli, ["job", str(path)], obj={})
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
