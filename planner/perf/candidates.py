@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.perf import columns
+from planner.perf.layout import LAYOUT_COLUMNS, InvalidLayout, check_layout, layout_columns, layouts
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -64,6 +65,10 @@ class GridSpec:
     batches: Sequence[int] = DEFAULT_BATCHES
     shapes: Sequence[tuple[int, int]] = ((1024, 256),)
     prices: dict[str, Price] = field(default_factory=dict)
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+    pps: Sequence[int] = (1,)
+    eps: Sequence[int] = (1,)
+    dp_attentions: Sequence[int] = (1,)
 
 
 def compute_dtype_for(gpu: Gpu, quant: Quant) -> str:
@@ -117,17 +122,20 @@ def deployment_rows(
         price = spec.prices.get(gpu.id)
         for quant in spec.quants:
             kvs = list(spec.kv_dtypes) or [default_kv_dtype(quant, engine, ideal)]
-            for tp in spec.tps:
+            for tp, layout in layouts(spec):
                 for kv in kvs:
                     key = {"gpu": gpu.id, "tp": tp, "quant": quant.id, "kv_dtype": kv}
                     try:
                         check_tp(model, gpu, tp)
+                        check_layout(model, gpu, tp, *layout)
                         check_kv(quant, kv)
                         dtype = compute_dtype_for(gpu, quant)
-                    except InvalidCombination as exc:
-                        rejected.append({**key, "reason": str(exc)})
+                    except (InvalidCombination, InvalidLayout) as exc:
+                        lay = dict(zip(LAYOUT_COLUMNS, layout, strict=True))
+                        rejected.append({**key, **lay, "reason": str(exc)})
                         continue
-                    ok.append(_resolved_row(key, gpu, quant, dtype, eff, price))
+                    row = _resolved_row(key, gpu, quant, dtype, eff, price)
+                    ok.append({**row, **layout_columns(gpu, tp, *layout)})
     return ok, rejected
 
 
@@ -179,6 +187,7 @@ def build_grid(
     """The full grid (deployments x batches x shapes, `columns.GRID_COLUMNS`) and the
     rejected deployments."""
     ok, rejected = deployment_rows(model, spec, engine, ideal)
+    rejected = [{**r, "reason": _layout_tag(r) + r["reason"]} for r in rejected]
     rejected_df = pd.DataFrame(rejected, columns=REJECTED_COLUMNS)
     if not ok:
         return columns.empty(columns.GRID_COLUMNS), rejected_df
@@ -200,3 +209,9 @@ def build_grid(
 def unique_ids(items: Iterable) -> list[str]:
     """Ids in first-seen order without repeats."""
     return list(dict.fromkeys(items))
+
+
+def _layout_tag(row: dict) -> str:
+    """'pp 2 ep 16: ' in front of a rejection of a multi-GPU layout ('' for the plain one)."""
+    parts = [f"{k} {row[k]}" for k in LAYOUT_COLUMNS if row.get(k, 1) != 1]
+    return " ".join(parts) + ": " if parts else ""

@@ -72,6 +72,20 @@ class Gpu(Strict):
         int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)
     ]
     interconnect: str
+    # multi-node replicas (issue #11 parts 1-2): the node and its scale-out NIC per GPU
+    gpus_per_node: (
+        Annotated[int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)] | None
+    ) = Field(default=None, description="GPUs per server (an NVL72 tray holds 4)")
+    scaleout_link_gb_per_s: Annotated[float, Bandwidth] | None = Field(
+        default=None, description="scale-out (InfiniBand/RoCE/EFA) bandwidth per GPU, one direction"
+    )
+    scaleout_latency_us: Annotated[float, between(0, 1e6, unit="us")] | None = Field(
+        default=None, description="latency of one scale-out transfer or collective step"
+    )
+    scaleout_link: str | None = None
+    scaleout_spec: Provenance | None = Field(
+        default=None, description="where the scale-out figures come from"
+    )
     tdp_w: Annotated[float, between(0, limits.MAX_WATTS, unit="W", low_open=True)] | None = None
     spec: Provenance
     prices: tuple[GpuPrice, ...] = ()
