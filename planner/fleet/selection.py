@@ -11,8 +11,11 @@ import pandas as pd
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
 
-CANDIDATE_KEY = ["gpu", "tp", "quant", "kv_dtype", "batch"]
-OFFERED_COLUMNS = columns.select([*CANDIDATE_KEY, "cost_per_hour_usd"])
+# pp, ep, dp_attention: multi-node / MoE layouts (issue #11 parts 1-2)
+CANDIDATE_KEY = ["gpu", "tp", "pp", "ep", "dp_attention", "quant", "kv_dtype", "batch"]
+OFFERED_COLUMNS = columns.select(
+    [*CANDIDATE_KEY, "gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,8 @@ def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
     if feasible.empty:
         return Offered(columns.empty(OFFERED_COLUMNS), capacity)
     groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
-    keys = groups[["cost_per_hour_usd"]].first().reset_index()
+    keys = groups[["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]].first()
+    keys = keys.reset_index()
     row = groups.ngroup().to_numpy()
     col = pd.Categorical(feasible["class"], categories=class_names).codes
     known = col >= 0
@@ -93,7 +97,7 @@ def prune_dominated(offered: Offered) -> Offered:
     keep = np.ones(n, dtype=bool)
     caps = offered.capacity
     cost = offered.keys["cost_per_hour_usd"].to_numpy(dtype=float)
-    tp = offered.keys["tp"].to_numpy()
+    tp = offered.keys["gpus_per_replica"].to_numpy()  # GPUs per replica, not the tp degree
     gpu = offered.keys["gpu"].to_numpy()
     for i in range(n):
         same = (gpu == gpu[i]) & keep
@@ -117,7 +121,7 @@ def fleet_problem(
     keys = offered.keys
     return FleetProblem(
         gpu=tuple(str(g) for g in keys["gpu"]),
-        tp=tuple(int(t) for t in keys["tp"]),
+        tp=tuple(int(t) for t in keys["gpus_per_replica"]),  # the MIP counts GPUs
         cost_per_hour=keys["cost_per_hour_usd"].to_numpy(dtype=float),
         capacity=offered.capacity.astype(float),
         demand=np.asarray(demand, dtype=float),

@@ -45,6 +45,10 @@ class EstimateRequest:
     price_usd_per_gpu_hour: float | None = None
     concurrency: int | None = None  # closed loop: C clients, next request when one finishes
     rate: float | None = None  # open loop: Poisson arrivals, requests/s
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
 
 
 def check_context(model: Model, input_len: int, output_len: int, where: str = "") -> None:
@@ -60,6 +64,9 @@ def check_context(model: Model, input_len: int, output_len: int, where: str = ""
 
 _OPTION_RANGES = {
     "tp": Range(0, limits.MAX_TP, low_open=True, whole=True),
+    "pp": Range(0, limits.MAX_TP, low_open=True, whole=True),
+    "ep": Range(0, limits.MAX_TP, low_open=True, whole=True),
+    "dp_attention": Range(0, limits.MAX_TP, low_open=True, whole=True),
     "batch": Range(0, limits.MAX_BATCH, low_open=True, unit="sequences", whole=True),
     "concurrency": Range(0, limits.MAX_BATCH, low_open=True, unit="clients", whole=True),
     "input_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
@@ -115,6 +122,9 @@ def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd
         batches=[batch],
         shapes=[(req.input_len, req.output_len)],
         prices={gpu.id: price} if price else {},
+        pps=[req.pp],
+        eps=[req.ep],
+        dp_attentions=[req.dp_attention],
     )
     grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
     if grid.empty:
@@ -217,7 +227,7 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
         row = _with_load(row, "utilization", req.utilisation, batch, batch)
     row["model"] = model.id
     row["engine"] = "ideal" if req.ideal else catalog.engine(req.engine).id
-    row["gpus"] = int(row["tp"])
+    row["gpus"] = int(row["gpus_per_replica"])
     return row
 
 

@@ -29,6 +29,7 @@ from planner.planning import assumptions as facts
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
+from planner.planning.layouts import search_axes
 from planner.planning.plan import Plan
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -94,6 +95,7 @@ def evaluate_classes(
     gpus = allowed_gpus(scenario, catalog)
     quants = [catalog.quant(q) for q in scenario.search.quants]
     engine = catalog.engine(scenario.engine)
+    axes = search_axes(scenario.search, model, gpus, quants)
     frames, rejected = [], pd.DataFrame()
     for cls in classes:
         spec = GridSpec(
@@ -104,6 +106,9 @@ def evaluate_classes(
             batches=_batches(scenario),
             shapes=[(cls.input_tokens, cls.output_tokens)],
             prices=prices,
+            pps=axes.pps,
+            eps=axes.eps,
+            dp_attentions=axes.dp_attentions,
         )
         grid, rejected = build_grid(model, spec, engine)
         if grid.empty:
@@ -155,7 +160,7 @@ def _summarise(
                 kv_dtype=str(cand["kv_dtype"]),
                 batch=int(cand["batch"]),
                 replicas=n_rep,
-                gpus=n_rep * int(cand["tp"]),
+                gpus=n_rep * int(cand["gpus_per_replica"]),
                 price_usd_per_gpu_hour=float(first["price_usd_per_gpu_hour"]),
                 price_provider=str(first["price_provider"]),
                 cost_per_hour_usd=n_rep * float(cand["cost_per_hour_usd"]),
@@ -166,6 +171,11 @@ def _summarise(
                 ttft_ms=max(ttft.values()),
                 tpot_ms_by_class=tpot,
                 ttft_ms_by_class=ttft,
+                pp=int(cand["pp"]),
+                ep=int(cand["ep"]),
+                dp_attention=int(cand["dp_attention"]),
+                gpus_per_replica=int(cand["gpus_per_replica"]),
+                nodes_per_replica=int(cand["nodes_per_replica"]),
             )
         )
     return _totals(solution, tuple(lines), classes)

@@ -41,6 +41,11 @@ ESTIMATE_KEYS = [
     "model",
     "gpu",
     "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "gpus_per_replica",
+    "nodes_per_replica",
     "quant",
     "kv_dtype",
     "compute_dtype",
@@ -127,13 +132,15 @@ def offered_records(plan: Plan) -> list[dict]:
     """Every SLA-feasible candidate offered to the solver, one record per (candidate, class)."""
     names = [c.name for c in plan.classes]
     keys, capacity = plan.offered.keys, plan.offered.capacity
-    key = {k: keys[k].tolist() for k in ("gpu", "tp", "quant", "kv_dtype", "batch")}
+    layout = ("pp", "ep", "dp_attention", "gpus_per_replica", "nodes_per_replica")
+    key = {k: keys[k].tolist() for k in ("gpu", "tp", "quant", "kv_dtype", "batch", *layout)}
     cost = keys["cost_per_hour_usd"].tolist()
     return [
         {
             "class": names[j],
             "gpu": key["gpu"][i],
             "tp": int(key["tp"][i]),
+            **{k: int(key[k][i]) for k in layout},
             "quant": key["quant"][i],
             "kv_dtype": key["kv_dtype"][i],
             "batch": int(key["batch"][i]),

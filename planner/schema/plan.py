@@ -39,6 +39,12 @@ class Deployment:
     ttft_ms: float
     tpot_ms_by_class: dict[str, float]
     ttft_ms_by_class: dict[str, float]
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
+    gpus_per_replica: int = 0  # 0: tp (a line built before layouts existed)
+    nodes_per_replica: int = 1
 
 
 @dataclass(frozen=True)

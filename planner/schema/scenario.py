@@ -181,6 +181,11 @@ class Search(Strict):
     batch_min: BatchSize = 1
     batch_max: BatchSize = 1024
     target_utilization: Utilization = 0.8
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2); None: auto
+    # (single-node layouts when the weights fit one node, else multi-node ones too)
+    pp: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
+    ep: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
+    dp_attention: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
 
     @model_validator(mode="after")
     def _range(self) -> Search:
