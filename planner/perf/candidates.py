@@ -122,7 +122,7 @@ def deployment_rows(
         price = spec.prices.get(gpu.id)
         for quant in spec.quants:
             kvs = list(spec.kv_dtypes) or [default_kv_dtype(quant, engine, ideal)]
-            for tp, layout in layouts(spec):
+            for tp, layout in layouts(spec.tps, spec.pps, spec.eps, spec.dp_attentions):
                 for kv in kvs:
                     key = {"gpu": gpu.id, "tp": tp, "quant": quant.id, "kv_dtype": kv}
                     try:

@@ -8,8 +8,7 @@ experts over `ep` ranks of a stage. Tensor parallelism stays inside one scale-up
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from typing import Protocol
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -24,19 +23,14 @@ class InvalidLayout(ValueError):
     """A (tp, pp, ep, dp_attention) that cannot run; the message says why."""
 
 
-class _Axes(Protocol):
-    tps: object
-    pps: object
-    eps: object
-    dp_attentions: object
-
-
-def layouts(spec: _Axes) -> Iterator[tuple[int, tuple[int, int, int]]]:
+def layouts(
+    tps: Sequence[int], pps: Sequence[int], eps: Sequence[int], dps: Sequence[int]
+) -> Iterator[tuple[int, tuple[int, int, int]]]:
     """Every (tp, (pp, ep, dp_attention)) of the grid spec, tp outermost."""
-    for tp in spec.tps:  # type: ignore[attr-defined]
-        for pp in spec.pps:  # type: ignore[attr-defined]
-            for dp in spec.dp_attentions:  # type: ignore[attr-defined]
-                for ep in spec.eps:  # type: ignore[attr-defined]
+    for tp in tps:
+        for pp in pps:
+            for dp in dps:
+                for ep in eps:
                     yield int(tp), (int(pp), int(ep), int(dp))
 
 
