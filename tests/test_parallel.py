@@ -197,3 +197,12 @@ def test_estimate_cli_takes_pp_ep_dp_attention() -> None:
     assert (row["gpus_per_replica"], row["nodes_per_replica"], row["ep"]) == (16, 2, 16)
     bad = CliRunner().invoke(cli, [*args, "--tp", "8", "--dp-attention", "2"])
     assert bad.exit_code == 2 and "needs expert parallel" in bad.output
+
+
+def test_cross_node_ep_pays_the_fitted_layer_cost_and_in_node_ep_does_not(catalog) -> None:
+    """EP_CROSS_NODE_LAYER_S (fitted on AIC wide-EP rows) per MoE layer when the EP group
+    spans scale-up domains: DeepSeek's 58 MoE layers x 406 us = 23.5 ms at least."""
+    across, inside = _grid(catalog, "deepseek-r1", "fp8", [(1, 1, 16, 16), (8, 1, 8, 1)], (8,))
+    floor = 58 * par.EP_CROSS_NODE_LAYER_S * 1e3
+    assert across["t_alltoall_ms"][0] >= floor
+    assert inside["t_alltoall_ms"][0] < floor / 10

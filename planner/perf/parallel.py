@@ -23,6 +23,14 @@ Array = NDArray[np.float64]
 # read 2026-12-01); an assumption, not a measurement of this project's.
 EP_IMBALANCE = 1.3
 
+# Fixed cost per MoE layer of expert parallel across scale-up domains (nodes), beyond the
+# all-to-all's bandwidth and NIC latency: fitted, not physics. It is 2 x 203 us, the median
+# over the 9 TensorRT-LLM wide-EP rows of DeepSeek-V3 (attention DP 16 and 64, 2 and 8 nodes
+# of B200/H200) in data/calibration/aic_silicon_public.csv of measured TPOT minus the
+# physics-only prediction, per dispatch or combine (benchmarks/aic_layouts.py). At those
+# tiny batches it absorbs synchronisation and kernel costs the formula leaves out.
+EP_CROSS_NODE_LAYER_S = 406e-6
+
 
 def stage_width(tp: ArrayLike, dp: ArrayLike) -> Array:
     """GPUs per pipeline stage: tp GPUs per attention rank times dp ranks."""

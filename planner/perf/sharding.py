@@ -124,4 +124,6 @@ def alltoall_s(
         alpha,
         col(df, "ep_imbalance"),
     )
-    return per_layer * model.n_moe_layers / col(df, "pp")
+    spans = (col(df, "ep") > 1) & (width(df) > col(df, "scaleup_domain_gpus")) & latency
+    fixed = np.where(spans, parallel.EP_CROSS_NODE_LAYER_S, 0.0)
+    return (per_layer + fixed) * model.n_moe_layers / col(df, "pp")
