@@ -67,7 +67,11 @@ def _multinode_advice(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
     advice = []
     if need > node:
         nodes = math.ceil(need / node)
-        text += f", more than one {node}-GPU node ({nodes} nodes)"
+        text += (
+            f", more than one {node}-GPU node ({nodes} nodes)"
+            if node > 1
+            else f", more than one GPU (no scale-up link joins {gpu.id} GPUs)"
+        )
         if gpu.scaleout_link_gb_per_s:
             advice.append(
                 f"allow search.pp up to {nodes}"
@@ -77,7 +81,7 @@ def _multinode_advice(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
             advice.append(f"choose a GPU with a scale-out link in the catalog ({gpu.id} has none)")
     else:
         advice.append(f"allow a tp of at least {need}")
-    text += f"; the search allowed at most {largest} GPUs per replica. "
+    text += f"; the search allowed at most {largest} GPU(s) per replica. "
     if float(rows["weight_bytes_per_param"].min()) > 0.5:
         advice.append(
             "allow a lower-bit quantization than "
