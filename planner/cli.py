@@ -459,6 +459,15 @@ def _speculation_options(f):
 @click.option("--model", required=True, help="Model id, e.g. llama-3.1-70b.")
 @click.option("--gpu", required=True, help="GPU id, e.g. h100-sxm.")
 @click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel degree.")
+@click.option("--pp", type=int, default=1, show_default=True, help="Pipeline stages (nodes).")
+@click.option("--ep", type=int, default=1, show_default=True, help="Expert-parallel ranks.")
+@click.option(
+    "--dp-attention",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Attention data-parallel ranks per stage (MoE with --ep).",
+)
 @click.option("--quant", default="bf16", show_default=True, help="Quantization id.")
 @click.option(
     "--batch",
@@ -508,6 +517,9 @@ def estimate(
     model,
     gpu,
     tp,
+    pp,
+    ep,
+    dp_attention,
     quant,
     batch,
     concurrency,
@@ -542,6 +554,9 @@ def estimate(
         model=model,
         gpu=gpu,
         tp=tp,
+        pp=pp,
+        ep=ep,
+        dp_attention=dp_attention,
         quant=quant,
         batch=batch if batch is not None or concurrency or rate else 1,
         concurrency=concurrency,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.cli import cli
-from planner.fleet.selection import Offered, prune_dominated
+from planner.fleet.selection import OFFERED_COLUMNS, Offered, prune_dominated
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.perf import columns
@@ -148,8 +148,10 @@ def test_pruning_keeps_roles_apart():
         {
             "gpu": ["g", "g"], "tp": [1, 1], "quant": ["fp8"] * 2, "kv_dtype": ["bf16"] * 2,
             "batch": [8, 8], "role": ["aggregated", "decode"], "cost_per_hour_usd": [1.0, 1.0],
+            "pp": [1, 1], "ep": [1, 1], "dp_attention": [1, 1], "gpus_per_replica": [1, 1],
+            "nodes_per_replica": [1, 1], "speculative": ["off"] * 2, "spec_tokens": [0, 0],
         },
-        columns.select(["gpu", "tp", "quant", "kv_dtype", "batch", "role", "cost_per_hour_usd"]),
+        OFFERED_COLUMNS,
     )  # fmt: skip
     offered = Offered(keys, np.array([[2.0], [1.0]]), np.array([[0.0], [10.0]]))
     assert list(prune_dominated(offered).keys["role"]) == ["aggregated", "decode"]

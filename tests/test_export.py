@@ -12,6 +12,7 @@ import numpy as np
 import openpyxl
 import pandas as pd
 import pytest
+from openpyxl.utils import get_column_letter
 
 from planner.errors import InputError
 from planner.inputs.catalog import load_catalog
@@ -20,6 +21,7 @@ from planner.planning.breakeven import BuildVsBuy, analyse
 from planner.planning.pipeline import plan as make_plan
 from planner.render import xlsx as export
 from planner.render.xlsx import BASE_SHEETS, SHEETS, SUMMARY_CELLS, read_back, write_workbook
+from planner.render.xlsx.names import CANDIDATE_COLUMNS
 from planner.schema.scenario import Scenario
 from planner.units import HOURS_PER_MONTH
 
@@ -864,7 +866,8 @@ def test_every_sheet_has_print_setup_and_charts_start_a_page(time_written):
         for chart in ws._charts:
             top = chart.anchor._from.row + 1
             assert top <= 2 or top - 1 in breaks, (ws.title, top, breaks)
-    assert wb["Candidates"].print_area.endswith(f"$U${len(wb['Candidates']['A'])}")
+    last = get_column_letter(len(CANDIDATE_COLUMNS))  # U before the layout columns (Z now)
+    assert wb["Candidates"].print_area.endswith(f"${last}${len(wb['Candidates']['A'])}")
 
 
 def test_per_token_costs_show_their_digits_beside_per_1m(time_written):

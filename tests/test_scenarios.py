@@ -135,7 +135,9 @@ def test_infeasible_memory_names_the_gap(tmp_path, catalog):
     doc = with_(model="llama-3.1-405b", hardware__gpus=["l40s", "rtx-4090"])
     with pytest.raises(InfeasibleError, match=r"memory: llama-3.1-405b does not fit") as err:
         plan_of(tmp_path, catalog, doc)
-    assert "GB per GPU" in str(err.value) and "larger tp" in str(err.value)
+    # L40S has no NVLink and no catalogued scale-out link: a larger tp cannot help (issue #11)
+    assert "GB per GPU" in str(err.value) and "scale-out link" in str(err.value)
+    assert "larger tp" not in str(err.value)
 
 
 def test_infeasible_sla_names_the_best_tpot(tmp_path, catalog):

@@ -11,10 +11,14 @@ import pandas as pd
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
 
+# pp, ep, dp_attention: multi-node / MoE layouts; speculative, spec_tokens, role (issue #11)
 CANDIDATE_KEY = [
-    "gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens", "role",
-]  # fmt: skip  # speculative, spec_tokens, role: issue #11
-OFFERED_COLUMNS = columns.select([*CANDIDATE_KEY, "cost_per_hour_usd"])
+    "gpu", "tp", "pp", "ep", "dp_attention", "quant", "kv_dtype", "batch",
+    "speculative", "spec_tokens", "role",
+]  # fmt: skip
+OFFERED_COLUMNS = columns.select(
+    [*CANDIDATE_KEY, "gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,8 @@ def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
     if feasible.empty:
         return Offered(columns.empty(OFFERED_COLUMNS), capacity)
     groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
-    keys = groups[["cost_per_hour_usd"]].first().reset_index()
+    keys = groups[["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]].first()
+    keys = keys.reset_index()
     row = groups.ngroup().to_numpy()
     col = pd.Categorical(feasible["class"], categories=class_names).codes
     known = col >= 0
@@ -100,7 +105,7 @@ def prune_dominated(offered: Offered) -> Offered:
     keep = np.ones(n, dtype=bool)
     caps = offered.capacity
     cost = offered.keys["cost_per_hour_usd"].to_numpy(dtype=float)
-    tp = offered.keys["tp"].to_numpy()
+    tp = offered.keys["gpus_per_replica"].to_numpy()  # GPUs per replica, not the tp degree
     gpu = offered.keys["gpu"].to_numpy()
     role = offered.keys["role"].to_numpy(dtype=object)
     # a pool's TTFT part decides which flow buckets it may join (fleet/disagg.py): compare it
@@ -135,7 +140,7 @@ def fleet_problem(
     pools = any(r != "aggregated" for r in role)
     return FleetProblem(
         gpu=tuple(str(g) for g in keys["gpu"]),
-        tp=tuple(int(t) for t in keys["tp"]),
+        tp=tuple(int(t) for t in keys["gpus_per_replica"]),  # the MIP counts GPUs
         cost_per_hour=keys["cost_per_hour_usd"].to_numpy(dtype=float),
         capacity=offered.capacity.astype(float),
         demand=np.asarray(demand, dtype=float),

@@ -30,7 +30,7 @@ class FleetProblem:
     """Candidates (rows) x request classes (columns) with capacities and costs."""
 
     gpu: tuple[str, ...]
-    tp: tuple[int, ...]
+    tp: tuple[int, ...]  # GPUs per replica (tp x dp_attention x pp), what inventory counts
     cost_per_hour: np.ndarray
     capacity: np.ndarray  # requests/s one replica carries per class at planned load; 0 = no
     demand: np.ndarray

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from planner.perf import columns
+from planner.perf.layout import LAYOUT_COLUMNS, InvalidLayout, check_layout, layout_columns, layouts
 from planner.perf.speculative import MODES, OFF, SpecOption
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.hardware import Gpu
@@ -72,6 +73,10 @@ class GridSpec:
     prefix_cached_tokens: int = 0
     # disaggregated prefill/decode (issue #11): which serving roles to enumerate
     roles: Sequence[str] = ("aggregated",)
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+    pps: Sequence[int] = (1,)
+    eps: Sequence[int] = (1,)
+    dp_attentions: Sequence[int] = (1,)
 
 
 def compute_dtype_for(gpu: Gpu, quant: Quant) -> str:
@@ -137,18 +142,21 @@ def deployment_rows(
         price = spec.prices.get(gpu.id)
         for quant in spec.quants:
             kvs = list(spec.kv_dtypes) or [default_kv_dtype(quant, engine, ideal)]
-            for tp in spec.tps:
+            for tp, layout in layouts(spec.tps, spec.pps, spec.eps, spec.dp_attentions):
                 for kv, role in itertools.product(kvs, spec.roles):
                     key = {"gpu": gpu.id, "tp": tp, "quant": quant.id, "kv_dtype": kv}
                     try:
                         check_tp(model, gpu, tp)
+                        check_layout(model, gpu, tp, *layout)
                         check_kv(quant, kv)
                         check_role(gpu, role)
                         dtype = compute_dtype_for(gpu, quant)
-                    except InvalidCombination as exc:
-                        rejected.append({**key, "role": role, "reason": str(exc)})
+                    except (InvalidCombination, InvalidLayout) as exc:
+                        lay = dict(zip(LAYOUT_COLUMNS, layout, strict=True))
+                        rejected.append({**key, **lay, "role": role, "reason": str(exc)})
                         continue
-                    ok.append(_resolved_row({**key, "role": role}, gpu, quant, dtype, eff, price))
+                    row = _resolved_row({**key, "role": role}, gpu, quant, dtype, eff, price)
+                    ok.append({**row, **layout_columns(gpu, tp, *layout)})
     return ok, rejected
 
 
@@ -180,7 +188,6 @@ def _resolved_row(
         "peak_flops": gpu.dense_tflops[dtype] * 1e12,  # type: ignore[index]
         "peak_flops_attention": _attention_peak(gpu, dtype) * 1e12,
         "link_bytes_per_s": gpu.scaleup_link_gb_per_s * 1e9,
-        "scaleout_link_bytes_per_s": (gpu.scaleout_link_gb_per_s or np.nan) * 1e9,
         "weight_bytes_per_param": quant.weight_bytes_per_param,
         "embedding_bytes_per_param": quant.embedding_bytes_per_param,
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else np.nan,
@@ -211,6 +218,7 @@ def build_grid(
     """The full grid (deployments x batches x shapes, `columns.GRID_COLUMNS`) and the
     rejected deployments."""
     ok, rejected = deployment_rows(model, spec, engine, ideal)
+    rejected = [{**r, "reason": _layout_tag(r) + r["reason"]} for r in rejected]
     rejected_df = pd.DataFrame(rejected, columns=REJECTED_COLUMNS)
     if not ok:
         return columns.empty(columns.GRID_COLUMNS), rejected_df
@@ -258,3 +266,9 @@ def with_speculation(
 def unique_ids(items: Iterable) -> list[str]:
     """Ids in first-seen order without repeats."""
     return list(dict.fromkeys(items))
+
+
+def _layout_tag(row: dict) -> str:
+    """'pp 2 ep 16: ' in front of a rejection of a multi-GPU layout ('' for the plain one)."""
+    parts = [f"{k} {row[k]}" for k in LAYOUT_COLUMNS if row.get(k, 1) != 1]
+    return " ".join(parts) + ": " if parts else ""

@@ -57,7 +57,16 @@ GRID_COLUMNS = _stage(
     "grid",
     [
         ("gpu", "id", ID, "GPU catalog id"),
-        ("tp", "GPUs", INT, "tensor-parallel degree: GPUs per replica"),
+        ("tp", "GPUs", INT, "tensor-parallel degree: GPUs per attention rank of a stage"),
+        # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+        ("pp", "stages", INT, "pipeline-parallel stages per replica"),
+        ("ep", "ranks", INT, "expert-parallel ranks per stage (1: experts tensor-parallel)"),
+        ("dp_attention", "ranks", INT, "attention data-parallel ranks per stage (1: off)"),
+        ("gpus_per_replica", "GPUs", INT, "GPUs one replica uses: tp x dp_attention x pp"),
+        ("nodes_per_replica", "nodes", INT, "servers one replica spans"),
+        ("scaleup_domain_gpus", "GPUs", INT, "GPUs joined by the scale-up link"),
+        ("scaleout_latency_us", "us", FLOAT, "fixed latency of one scale-out transfer"),
+        ("ep_imbalance", "ratio", FLOAT, "busiest EP rank's expert load over the mean"),
         ("quant", "id", ID, "weight quantization scheme"),
         ("kv_dtype", "id", ID, "KV-cache dtype"),
         ("compute_dtype", "id", ID, "dtype the matrix math runs at on this GPU"),
@@ -119,7 +128,7 @@ MODEL_COLUMNS = _stage(
         ("t_kv_ms", "ms", FLOAT, "time to read the KV cache"),
         ("t_memory_ms", "ms", FLOAT, "memory time: weights + KV"),
         ("t_compute_ms", "ms", FLOAT, "compute time of the decode step"),
-        ("t_comm_ms", "ms", FLOAT, "tensor-parallel all-reduce time per step"),
+        ("t_comm_ms", "ms", FLOAT, "collectives per step: all-reduces, all-to-all, stage sends"),
         ("t_overhead_ms", "ms", FLOAT, "fixed per-step cost: launch, scheduling, sampling"),
         ("tpot_step_ms", "ms", FLOAT, "decode time per output token: step / tokens_per_step"),
         ("bound", "name", ID, "memory or compute: which roofline bound holds in decode"),
@@ -135,7 +144,7 @@ MODEL_COLUMNS = _stage(
         ("capacity_requests_per_s", "req/s", FLOAT, "requests per second per replica, planned"),
         ("throughput_tok_s", "tok/s", FLOAT, "output tokens per second per replica, full load"),
         ("total_tok_s", "tok/s", FLOAT, "input + output tokens per second per replica"),
-        ("cost_per_hour_usd", "$/h", FLOAT, "replica cost per hour (tp x GPU price)"),
+        ("cost_per_hour_usd", "$/h", FLOAT, "replica cost per hour (GPUs per replica x price)"),
         ("cost_per_request_usd", "$", FLOAT, "cost per request at planned load"),
         ("cost_per_1k_output_tokens_usd", "$", FLOAT, "cost per 1K output tokens, planned load"),
         # speculative decoding and prefix caching (issue #11)
@@ -146,6 +155,10 @@ MODEL_COLUMNS = _stage(
         ("prefix_cache_per_gpu_gb", "GB", FLOAT, "shared prefix KV, held once per replica"),
         # disaggregated prefill/decode (issue #11)
         ("kv_transfer_ms", "ms", FLOAT, "pool's NIC time for one request's KV (0: aggregated)"),
+        # multi-node replicas, expert parallel (issue #11 parts 1-2)
+        ("t_alltoall_ms", "ms", FLOAT, "expert-parallel dispatch + combine per decode step"),
+        ("t_p2p_ms", "ms", FLOAT, "pipeline stage-to-stage sends per decode step"),
+        ("pipeline_bubble", "fraction", FLOAT, "share of stage time idle at decode (1 - m/pp)"),
     ],
 )
 

@@ -11,8 +11,10 @@ import pandas as pd
 
 from planner.perf import columns, disagg
 from planner.perf import memory as mem
+from planner.perf import parallel as par
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
+from planner.perf import sharding as sh
 from planner.perf import speculative as sp
 from planner.schema.model import Model
 from planner.schema.quant import KV_BYTES
@@ -89,40 +91,41 @@ def kv_pool_bytes(
 
 def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     """Weights, activations and the KV pool per GPU; a paged KV cache holds what is in flight,
-    I + O/2 tokens per sequence on average, so the batch that fits is pool / that."""
+    I + O/2 tokens per sequence on average, so the batch that fits is pool / that. Under DP
+    attention each of the dp ranks holds its own ceil(B / dp) sequences' KV; a stage holds
+    1/pp of the layers (`sharding`)."""
     tp, batch = _col(df, "tp"), _col(df, "batch")
+    dp, pp = _col(df, "dp_attention"), _col(df, "pp")
+    rank_batch = np.ceil(batch / dp)  # sequences on the busiest attention rank
     i_len, o_len = _col(df, "input_len"), _col(df, "output_len")
     kv_b = df["kv_dtype"].map(KV_BYTES).to_numpy(dtype=float)
     split = mem.kv_split(model, tp)
-    weights = (
-        mem.bytes_weights_total(
-            model, _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
-        )
-        / tp
-    )
+    weights = sh.weights_per_gpu(model, df)
     cached = _col(df, "prefix_cached_tokens")  # issue #11: the shared prefix, held once
     # only global layers share the prefix: a sliding window holds each sequence's own tokens
-    prefix = cached * model.n_global_layers * model.kv_elements_per_token_per_layer * kv_b / split
-    kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len / 2.0, kv_b) / split - prefix
+    prefix = cached * model.n_global_layers * model.kv_elements_per_token_per_layer * kv_b
+    prefix = prefix / split / pp
+    kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len / 2.0, kv_b) / split / pp
+    kv_seq = kv_seq - prefix
     draft_w, draft_seq = _draft_memory(df, i_len + o_len / 2.0, kv_b, split)
     chunk = _col(df, "eff_prefill_chunk_tokens")
-    act = mem.bytes_activations_per_gpu(model, i_len, batch, tp, chunk)
+    act = mem.bytes_activations_per_gpu(model, i_len, rank_batch, tp, chunk)
     workspace = mem.bytes_activations_per_gpu(model, i_len, 0 * batch, tp, chunk)
     reserve = _col(df, "eff_runtime_reserve_gb") * GB
     pool = kv_pool_bytes(df, weights + draft_w, workspace, reserve) - prefix
     per_seq = kv_seq + draft_seq + model.vocab_size * mem.LOGIT_BYTES / tp
-    total = weights + draft_w + prefix + batch * (kv_seq + draft_seq) + act + reserve
+    total = weights + draft_w + prefix + rank_batch * (kv_seq + draft_seq) + act + reserve
     usable = weights + draft_w + prefix + workspace + reserve + np.maximum(pool, 0.0)
     out.update(
         weights_per_gpu_gb=weights / GB,
-        kv_cache_per_gpu_gb=batch * kv_seq / GB,
+        kv_cache_per_gpu_gb=rank_batch * kv_seq / GB,
         activations_per_gpu_gb=act / GB,
         memory_per_gpu_gb=total / GB,
         memory_usable_gb=usable / GB,
-        fits=batch * per_seq <= pool,
-        memory_shortfall_gb=np.maximum(batch * per_seq - pool, 0.0) / GB,
-        max_batch=mem.max_batch_that_fits(pool, per_seq),
-        draft_per_gpu_gb=(draft_w + batch * draft_seq) / GB,
+        fits=rank_batch * per_seq <= pool,
+        memory_shortfall_gb=np.maximum(rank_batch * per_seq - pool, 0.0) / GB,
+        max_batch=mem.max_batch_that_fits(pool, per_seq) * dp.astype(np.int64),
+        draft_per_gpu_gb=(draft_w + rank_batch * draft_seq) / GB,
         prefix_cache_per_gpu_gb=prefix / GB,
     )
     out["_kv_bytes"] = kv_b
@@ -131,46 +134,62 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
 
 def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     """One decode step. GEMMs (weights) and attention (KV cache) are separate kernels, each
-    bound by its own roofline: max(t_weights, t_gemm) + max(t_kv, t_attention)."""
+    bound by its own roofline: max(t_weights, t_gemm) + max(t_kv, t_attention), plus the
+    all-reduces, the EP all-to-all and the fixed overhead: one pipeline stage's time. With pp
+    stages the batch runs as m = min(pp, B) micro-batches and a token takes
+    pp * t_stage + (pp - 1) * t_p2p (`parallel.decode_period`)."""
     tp, batch = _col(df, "tp"), _col(df, "batch")
+    pp, dp = _col(df, "pp"), _col(df, "dp_attention")
+    micro = batch / par.micro_batches(pp, batch)  # sequences per micro-batch
+    rank = micro / dp  # of them on one attention rank
     context = _col(df, "input_len") + _col(df, "output_len") / 2.0
     bw, peak = _col(df, "bandwidth_bytes_per_s"), _col(df, "peak_flops")
-    tokens = batch * (_col(df, "spec_tokens") + 1.0)  # issue #11: verify k + 1 per sequence
-    w_bytes = bytes_weights_per_step(model, df, tokens) / tp
-    kv_bytes = batch * mem.bytes_kv_cache_per_sequence(model, context, out["_kv_bytes"])
-    kv_bytes = kv_bytes / out["_split"]
-    gemm_flops = 2.0 * model.params_active_matmul * tokens / tp
-    attn_flops = attention_flops_decode(model, tokens, context) / tp
+    verify = _col(df, "spec_tokens") + 1.0  # issue #11: the target verifies k + 1 a sequence
+    micro_tokens, rank_tokens = micro * verify, rank * verify
+    step_bytes = bytes_weights_per_step(model, df, micro_tokens)
+    w_bytes = sh.step_weights_per_gpu(model, df, step_bytes, micro_tokens)
+    kv_bytes = rank * mem.bytes_kv_cache_per_sequence(model, context, out["_kv_bytes"])
+    kv_bytes = kv_bytes / out["_split"] / pp
+    gemm_flops = 2.0 * model.params_active_matmul * micro_tokens
+    gemm_flops = sh.split_flops(model, df, gemm_flops, micro_tokens, dp)
+    attn_flops = attention_flops_decode(model, rank_tokens, context) / tp / pp
     eta_mem, eta_c = _col(df, "eff_eta_mem"), _col(df, "eff_eta_compute_decode")
     t_w = rf.latency_memory(w_bytes, bw, eta_mem)
     t_kv = rf.latency_memory(kv_bytes, bw, eta_mem * _col(df, "eff_eta_kv"))
     t_gemm = rf.latency_compute(gemm_flops, peak, eta_c)
     t_attn = rf.latency_compute(attn_flops, _col(df, "peak_flops_attention"), eta_c)
-    t_comm = rf.latency_allreduce(
+    t_ar = sh.allreduce_layers(model, df) * rf.latency_allreduce(
         tp,
-        model.num_hidden_layers,
-        tokens,
+        1,
+        rank_tokens,
         model.hidden_size,
         _col(df, "link_bytes_per_s"),
         _col(df, "eff_allreduce_latency_us") * 1e-6,
     )
+    t_a2a = sh.alltoall_s(model, df, micro_tokens / sh.width(df))
     t_oh = _col(df, "eff_step_overhead_ms") * 1e-3
-    step = np.maximum(t_w, t_gemm) + np.maximum(t_kv, t_attn) + t_comm + t_oh
+    stage = np.maximum(t_w, t_gemm) + np.maximum(t_kv, t_attn) + t_ar + t_a2a + t_oh
+    p2p_bw, p2p_lat = sh.p2p_link(df)
+    t_p2p = np.where(pp > 1, par.latency_p2p(rank_tokens, model.hidden_size, p2p_bw, p2p_lat), 0.0)
+    step = par.decode_period(stage, t_p2p, pp)
     flops = gemm_flops + attn_flops
     out.update(
         bytes_weights_per_step_gb=w_bytes / GB,
         bytes_kv_per_step_gb=kv_bytes / GB,
         flops_per_step_tflop=flops / 1e12,
-        t_weights_ms=t_w * 1e3,
-        t_kv_ms=t_kv * 1e3,
-        t_memory_ms=(t_w + t_kv) * 1e3,
-        t_compute_ms=(t_gemm + t_attn) * 1e3,
-        t_comm_ms=t_comm * 1e3,
-        t_overhead_ms=t_oh * 1e3,
-        tpot_step_ms=step * 1e3,  # the verify step here; per output token after _draft
+        t_weights_ms=pp * t_w * 1e3,
+        t_kv_ms=pp * t_kv * 1e3,
+        t_memory_ms=pp * (t_w + t_kv) * 1e3,
+        t_compute_ms=pp * (t_gemm + t_attn) * 1e3,
+        t_comm_ms=(pp * (t_ar + t_a2a) + (pp - 1.0) * t_p2p) * 1e3,
+        t_overhead_ms=pp * t_oh * 1e3,
+        tpot_step_ms=step * 1e3,  # the verify step here; per output token after _speculation
         bound=_bound(t_w + t_kv, t_gemm + t_attn),
         intensity_flop_per_byte=rf.arithmetic_intensity(flops, w_bytes + kv_bytes),
         ridge_flop_per_byte=peak / bw,
+        t_alltoall_ms=pp * t_a2a * 1e3,
+        t_p2p_ms=(pp - 1.0) * t_p2p * 1e3,
+        pipeline_bubble=par.pipeline_bubble(pp, batch),
     )
     out["_step_s"] = step
 
@@ -242,25 +261,42 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     Shared: the prompt rides in passes of C = min(chunk, B I) tokens (the engine's chunk), so
     the weight read, collective latencies and fixed overhead of a pass are split over C tokens:
     max(FLOPs / (F eta_pf), W / (BW eta_mem) * I / C) + payload + (alpha + overhead) * I / C.
+    Layouts: a stage holds 1/pp of the work; alone, the prompt runs on one attention rank
+    and crosses the pp stages in ceil(I / chunk) micro-batches (`parallel.prefill_pipelined`);
+    shared, the dp ranks and the pp stages prefill concurrently, so the share is one stage's.
     """
     tp, i_len, batch = _col(df, "tp"), _col(df, "input_len"), _col(df, "batch")
+    pp, dp, width = _col(df, "pp"), _col(df, "dp_attention"), sh.width(df)
     cached = _col(df, "prefix_cached_tokens")  # issue #11: prefill computes I - P tokens
-    flops = flops_prefill_per_request(model, i_len, cached) / tp
+    whole = flops_prefill_per_request(model, i_len, cached)
     i_len = sp.new_prefill_tokens(i_len, cached)
+    flops = sh.split_flops(model, df, whole, i_len, 1.0 + 0.0 * dp)
+    flops_shared = sh.split_flops(model, df, whole, i_len, dp)
     chunk = np.minimum(_col(df, "eff_prefill_chunk_tokens"), batch * i_len)
     share = i_len / chunk  # passes this prompt accounts for: 1/B when B prompts share one
-    t_c = rf.latency_compute(flops, _col(df, "peak_flops"), _col(df, "eff_eta_compute_prefill"))
+    eta_pf = _col(df, "eff_eta_compute_prefill")
+    t_c = rf.latency_compute(flops, _col(df, "peak_flops"), eta_pf)
+    t_c_shared = rf.latency_compute(flops_shared, _col(df, "peak_flops"), eta_pf)
     bw, eta_mem = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")
-    t_m = rf.latency_memory(bytes_weights_per_step(model, df, i_len) / tp, bw, eta_mem)
-    t_m_pass = rf.latency_memory(bytes_weights_per_step(model, df, chunk) / tp, bw, eta_mem)
+    w_alone = sh.step_weights_per_gpu(model, df, bytes_weights_per_step(model, df, i_len), i_len)
+    w_pass = sh.step_weights_per_gpu(model, df, bytes_weights_per_step(model, df, chunk), chunk)
+    t_m = rf.latency_memory(w_alone, bw, eta_mem)
+    t_m_pass = rf.latency_memory(w_pass, bw, eta_mem)
     link, alpha = _col(df, "link_bytes_per_s"), _col(df, "eff_allreduce_latency_us") * 1e-6
-    layers, d = model.num_hidden_layers, model.hidden_size
-    t_comm = rf.latency_allreduce(tp, layers, i_len, d, link, alpha)
-    payload = rf.latency_allreduce(tp, layers, i_len, d, link, 0.0 * alpha)
+    d, ar_layers = model.hidden_size, sh.allreduce_layers(model, df)
+    t_comm = ar_layers * rf.latency_allreduce(tp, 1, i_len, d, link, alpha)
+    t_comm = t_comm + sh.alltoall_s(model, df, i_len / tp)
+    payload = ar_layers * rf.latency_allreduce(tp, 1, i_len / dp, d, link, 0.0 * alpha)
+    payload = payload + sh.alltoall_s(model, df, i_len / width, latency=False)
+    fixed_comm = ar_layers * rf.latency_allreduce(tp, 1, 0.0 * i_len, d, link, alpha)
+    fixed_comm = fixed_comm + sh.alltoall_s(model, df, 0.0 * i_len)
     overhead = _col(df, "eff_prefill_overhead_ms") * 1e-3
-    t_pf = np.maximum(t_c, t_m) + t_comm + overhead
-    fixed = (t_comm - payload) + overhead
-    t_share = np.maximum(t_c, t_m_pass * share) + payload + fixed * share
+    n_micro = np.ceil(i_len / _col(df, "eff_prefill_chunk_tokens"))
+    p2p_bw, p2p_lat = sh.p2p_link(df)
+    p2p = np.where(pp > 1, par.latency_p2p(i_len / n_micro, d, p2p_bw, p2p_lat), 0.0)
+    t_pf = par.prefill_pipelined(np.maximum(t_c, t_m) + t_comm, p2p, pp, n_micro) + overhead
+    fixed = fixed_comm + overhead
+    t_share = np.maximum(t_c_shared, t_m_pass * share) + payload + fixed * share
     out["prefill_ms"] = t_pf * 1e3
     out["prefill_share_ms"] = t_share * 1e3
     out["prefill_bound"] = _bound(t_m, t_c)
@@ -283,7 +319,7 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
         wait = q.wait_for_slot(batch, utilisation, o_len * tpot, statistic)
         wait = wait + q.wait_for_prefill(load, t_share, statistic)
     price = _col(df, "price_usd_per_gpu_hour")
-    cost_h = price * _col(df, "tp")
+    cost_h = price * _col(df, "gpus_per_replica")
     out.update(
         tpot_ms=tpot * 1e3,
         ttft_ms=(ttft_idle + wait) * 1e3,

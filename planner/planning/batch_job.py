@@ -129,7 +129,7 @@ def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
     gpus = set(keys["gpu"])
     return JobProblem(
         gpu=tuple(str(g) for g in keys["gpu"]),
-        tp=tuple(int(t) for t in keys["tp"]),
+        tp=tuple(int(t) for t in keys["gpus_per_replica"]),  # GPUs a replica uses
         cost_per_hour=keys["cost_per_hour_usd"].to_numpy(dtype=float),
         rate=offered.capacity[:, 0].astype(float),
         requests=job.total_requests(),
@@ -197,7 +197,7 @@ def _lines(offered: Offered, problem: JobProblem, solution: JobSolution, prices)
             kv_dtype=str(key["kv_dtype"]),
             batch=int(key["batch"]),
             replicas=n,
-            gpus=n * int(key["tp"]),
+            gpus=n * int(key["gpus_per_replica"]),
             hours_each=hours / n,
             requests=hours * SECONDS_PER_HOUR * float(problem.rate[i]),
             requests_per_s_per_replica=float(problem.rate[i]),

@@ -48,6 +48,9 @@ class CapacityLine:
     quant: str
     kv_dtype: str
     batch: int
+    pp: int
+    ep: int
+    dp_attention: int
     speculative: str
     spec_tokens: int
     role: str
@@ -138,7 +141,7 @@ def scale_problem(
     c = scenario.constraints
     return ScaleProblem(
         gpu=tuple(str(g) for g in offered.keys["gpu"]),
-        tp=tuple(int(t) for t in offered.keys["tp"]),
+        tp=tuple(int(t) for t in offered.keys["gpus_per_replica"]),  # GPUs a replica uses
         capacity=offered.capacity.astype(float),
         mix=rates / rates.sum(),
         fleet=scenario.hardware.available(),
@@ -244,11 +247,14 @@ def _lines(rows, offered, problem, solution, classes):
             quant=str(key["quant"]),
             kv_dtype=str(key["kv_dtype"]),
             batch=int(key["batch"]),
+            pp=int(key["pp"]),
+            ep=int(key["ep"]),
+            dp_attention=int(key["dp_attention"]),
             speculative=str(key["speculative"]),
             spec_tokens=int(key["spec_tokens"]),
             role=str(key["role"]),
             replicas=n,
-            gpus=n * int(key["tp"]),
+            gpus=n * int(key["gpus_per_replica"]),
             load_by_class=load,
             utilisation=min(busy, 1.0),
             tpot_ms_by_class={w: float(own.loc[w, "tpot_ms"]) for w in served},

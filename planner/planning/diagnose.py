@@ -10,6 +10,7 @@ import pandas as pd
 from planner.errors import InfeasibleError, SolverError
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.perf import memory as mem
 from planner.perf.candidates import Price
 from planner.planning import disagg
 from planner.schema.hardware import Gpu
@@ -20,7 +21,8 @@ from planner.units import HOURS_PER_MONTH
 
 
 def _memory_message(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
-    """The model does not fit anywhere: weights per GPU at the largest tp vs the largest GPU."""
+    """The model does not fit anywhere: the closest layout vs its memory, and how many GPUs
+    and nodes the weights alone need against the largest replica the search allowed."""
     if rows.empty:
         return (
             f"no allowed (GPU, tp, quantization) combination can run {model.id}; "
@@ -30,10 +32,9 @@ def _memory_message(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
     biggest = max(gpus, key=lambda g: g.memory_gb)
     return (
         f"memory: {model.id} does not fit on any allowed GPU; the closest is {best.gpu} "
-        f"tp {best.tp} {best.quant} needing {best.memory_per_gpu_gb:.1f} GB per GPU at batch "
+        f"{_layout(best)} {best.quant} needing {best.memory_per_gpu_gb:.1f} GB per GPU at batch "
         f"{best.batch} against {best.memory_usable_gb:.1f} GB usable; the largest allowed GPU "
-        f"is {biggest.id} ({biggest.memory_gb:g} GB). Allow a larger tp, a lower-bit "
-        "quantization (e.g. fp8 or int4-awq) or a larger GPU"
+        f"is {biggest.id} ({biggest.memory_gb:g} GB). " + _multinode_advice(model, rows, gpus)
     )
 
 
@@ -49,6 +50,62 @@ def _spec_hint(fitting: pd.DataFrame) -> str:
     if (fitting["speculative"] != "off").any():
         return ""
     return " or let search.speculative consider mtp/draft (auto)"
+
+
+def _layout(row: pd.Series) -> str:
+    """'tp 8' or 'tp 8 pp 2 ep 16 dp_attention 2' for a candidate row."""
+    extra = [f"{k} {int(row[k])}" for k in ("pp", "ep", "dp_attention") if int(row[k]) > 1]
+    return " ".join([f"tp {int(row.tp)}", *extra])
+
+
+def _multinode_advice(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
+    """What would fit: the GPUs (and nodes) the leanest allowed weights need, the largest
+    replica allowed, and only the changes that can help (no lower-bit advice when the
+    leanest allowed quantization is already 4-bit, no tp advice beyond a node)."""
+    lean = rows.loc[rows["weight_bytes_per_param"].idxmin()]
+    by_id = {g.id: g for g in gpus}
+    gpu = by_id.get(str(lean.gpu), max(gpus, key=lambda g: g.memory_gb))
+    weights = float(
+        mem.bytes_weights_total(
+            model,
+            np.asarray(lean.weight_bytes_per_param),
+            np.asarray(lean.embedding_bytes_per_param),
+        )
+    )
+    need = math.ceil(weights / (0.9 * gpu.memory_bytes))
+    node = min(gpu.gpus_per_node or gpu.scaleup_domain_gpus, gpu.scaleup_domain_gpus)
+    largest = int(rows["gpus_per_replica"].max())
+    text = (
+        f"Its {lean.quant} weights alone ({weights / 1e9:,.0f} GB) need at least {need} "
+        f"{gpu.id} GPUs"
+    )
+    advice = []
+    if need > node:
+        nodes = math.ceil(need / node)
+        text += (
+            f", more than one {node}-GPU node ({nodes} nodes)"
+            if node > 1
+            else f", more than one GPU (no scale-up link joins {gpu.id} GPUs)"
+        )
+        if gpu.scaleout_link_gb_per_s:
+            advice.append(
+                f"allow search.pp up to {nodes}"
+                + (" or search.ep / search.dp_attention across nodes" if model.moe else "")
+            )
+        else:
+            advice.append(f"choose a GPU with a scale-out link in the catalog ({gpu.id} has none)")
+    else:
+        advice.append(f"allow a tp of at least {need}")
+    text += f"; the search allowed at most {largest} GPU(s) per replica. "
+    if float(rows["weight_bytes_per_param"].min()) > 0.5:
+        advice.append(
+            "allow a lower-bit quantization than "
+            + ", ".join(sorted(set(rows["quant"])))
+            + " (where such a checkpoint exists)"
+        )
+    advice.append("allow a GPU with more memory")
+    msg = "; or ".join(advice)
+    return text + msg[0].upper() + msg[1:]
 
 
 def _sla_message(cls: RequestClassPlan, fitting: pd.DataFrame) -> str:

@@ -52,6 +52,10 @@ class EstimateRequest:
     spec_acceptance: float | None = None
     draft_model: str | None = None
     prefix_cached_tokens: int = 0
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
 
 
 def check_context(model: Model, input_len: int, output_len: int, where: str = "") -> None:
@@ -67,6 +71,9 @@ def check_context(model: Model, input_len: int, output_len: int, where: str = ""
 
 _OPTION_RANGES = {
     "tp": Range(0, limits.MAX_TP, low_open=True, whole=True),
+    "pp": Range(0, limits.MAX_TP, low_open=True, whole=True),
+    "ep": Range(0, limits.MAX_TP, low_open=True, whole=True),
+    "dp_attention": Range(0, limits.MAX_TP, low_open=True, whole=True),
     "batch": Range(0, limits.MAX_BATCH, low_open=True, unit="sequences", whole=True),
     "concurrency": Range(0, limits.MAX_BATCH, low_open=True, unit="clients", whole=True),
     "input_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
@@ -127,6 +134,9 @@ def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd
         prices={gpu.id: price} if price else {},
         speculative=_spec(req, model, catalog),
         prefix_cached_tokens=req.prefix_cached_tokens,
+        pps=[req.pp],
+        eps=[req.ep],
+        dp_attentions=[req.dp_attention],
     )
     grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
     if grid.empty:
@@ -250,7 +260,7 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
         row = _with_load(row, "utilization", req.utilisation, batch, batch)
     row["model"] = model.id
     row["engine"] = "ideal" if req.ideal else catalog.engine(req.engine).id
-    row["gpus"] = int(row["tp"])
+    row["gpus"] = int(row["gpus_per_replica"])
     return row
 
 

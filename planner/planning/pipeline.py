@@ -32,6 +32,7 @@ from planner.planning import disagg
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
+from planner.planning.layouts import search_axes
 from planner.planning.plan import Plan
 from planner.planning.speculation import SpecRequest, spec_options, speculation_note
 from planner.schema.hardware import Gpu
@@ -103,6 +104,7 @@ def evaluate_classes(
     quants = [catalog.quant(q) for q in scenario.search.quants]
     engine = catalog.engine(scenario.engine)
     speculative = scenario_spec_options(scenario, catalog, model)
+    axes = search_axes(scenario.search, model, gpus, quants)
     frames, rejected = [], pd.DataFrame()
     for cls in classes:
         spec = GridSpec(
@@ -116,6 +118,9 @@ def evaluate_classes(
             speculative=speculative,
             prefix_cached_tokens=cls.prefix_cached_tokens,
             roles=disagg.roles_for(scenario, classes),  # issue #11
+            pps=axes.pps,
+            eps=axes.eps,
+            dp_attentions=axes.dp_attentions,
         )
         grid, rejected = build_grid(model, spec, engine)
         if grid.empty:
@@ -174,7 +179,7 @@ def _summarise(
                 kv_dtype=str(cand["kv_dtype"]),
                 batch=int(cand["batch"]),
                 replicas=n_rep,
-                gpus=n_rep * int(cand["tp"]),
+                gpus=n_rep * int(cand["gpus_per_replica"]),
                 price_usd_per_gpu_hour=float(first["price_usd_per_gpu_hour"]),
                 price_provider=str(first["price_provider"]),
                 cost_per_hour_usd=n_rep * float(cand["cost_per_hour_usd"]),
@@ -189,6 +194,11 @@ def _summarise(
                 spec_tokens=int(cand["spec_tokens"]),
                 spec_acceptance=float(first["spec_acceptance"]),
                 role=str(cand["role"]),
+                pp=int(cand["pp"]),
+                ep=int(cand["ep"]),
+                dp_attention=int(cand["dp_attention"]),
+                gpus_per_replica=int(cand["gpus_per_replica"]),
+                nodes_per_replica=int(cand["nodes_per_replica"]),
             )
         )
     return _totals(solution, tuple(lines), classes)

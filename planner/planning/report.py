@@ -16,6 +16,7 @@ from planner.planning.breakeven import BuildVsBuy
 from planner.planning.plan import Plan
 from planner.planning.sweep import SweepResult
 from planner.planning.sweep_table import GPU_PREFIX, planned
+from planner.schema.plan import Deployment
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 ChartKind = Literal["scatter", "line", "bar", "stacked_bar", "histogram", "tornado"]
@@ -141,7 +142,7 @@ def frontier_chart(result: Plan) -> Chart:
                 * 1e3
                 for d in chosen
             ],
-            [f"{d.replicas} x {d.gpu} tp{d.tp} {d.quant} batch {d.batch}" for d in chosen],
+            [f"{d.replicas} x {d.gpu} {_par(d)} {d.quant} batch {d.batch}" for d in chosen],
             style="star",
         )
     )
@@ -159,10 +160,18 @@ def frontier_chart(result: Plan) -> Chart:
     )
 
 
+def _par(d: Deployment) -> str:
+    """'tp8', or 'tp8 pp2' / 'tp1 ep16 dp16' for multi-node and MoE layouts."""
+    extra = "".join(
+        f" {k}{v}" for k, v in (("pp", d.pp), ("ep", d.ep), ("dp", d.dp_attention)) if v > 1
+    )
+    return f"tp{d.tp}{extra}"
+
+
 def fleet_chart(result: Plan) -> Chart:
     """The steady fleet: GPUs of each deployment, $/h in the hover text."""
     lines = result.fleet.deployments
-    labels = [f"{d.gpu} tp{d.tp} {d.quant} b{d.batch}" for d in lines]
+    labels = [f"{d.gpu} {_par(d)} {d.quant} b{d.batch}" for d in lines]
     series = tuple(
         Series(
             gpu,
@@ -196,7 +205,7 @@ def demand_chart(result: Plan) -> Chart:
         series = (
             Series("demand at peak", ["fleet"], [demand]),
             *(
-                Series(f"{d.gpu} tp{d.tp} {d.quant}", ["capacity"], [d.capacity_requests_per_s])
+                Series(f"{d.gpu} {_par(d)} {d.quant}", ["capacity"], [d.capacity_requests_per_s])
                 for d in lines
             ),
         )

@@ -192,7 +192,8 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
     gpus = {g: catalog.gpu(g) for g in sorted(set(short["gpu"]))}
     od = {
         g: float(
-            short[short.gpu == g]["cost_per_hour_usd"].iloc[0] / short[short.gpu == g]["tp"].iloc[0]
+            short[short.gpu == g]["cost_per_hour_usd"].iloc[0]
+            / short[short.gpu == g]["gpus_per_replica"].iloc[0]
         )
         for g in gpus
     }
@@ -200,7 +201,7 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
     prices, facts = tier_prices(fin, gpus, od, sources)
     problem = TimeProblem(
         gpu=tuple(short["gpu"]),
-        tp=tuple(int(t) for t in short["tp"]),
+        tp=tuple(int(t) for t in short["gpus_per_replica"]),  # GPUs per replica
         capacity=capacity,
         demand=demand,
         hours=hours,

@@ -41,6 +41,11 @@ ESTIMATE_KEYS = [
     "model",
     "gpu",
     "tp",
+    "pp",
+    "ep",
+    "dp_attention",
+    "gpus_per_replica",
+    "nodes_per_replica",
     "quant",
     "kv_dtype",
     "compute_dtype",
@@ -57,6 +62,9 @@ ESTIMATE_KEYS = [
     "kv_cache_per_gpu_gb",
     "tpot_ms",
     "tpot_step_ms",
+    "t_alltoall_ms",
+    "t_p2p_ms",
+    "pipeline_bubble",
     "ttft_ms",
     "ttft_unloaded_ms",
     "prefill_ms",
@@ -145,16 +153,17 @@ def offered_records(plan: Plan) -> list[dict]:
     """Every SLA-feasible candidate offered to the solver, one record per (candidate, class)."""
     names = [c.name for c in plan.classes]
     keys, capacity = plan.offered.keys, plan.offered.capacity
-    key = {
-        k: keys[k].tolist()
-        for k in ("gpu", "tp", "quant", "kv_dtype", "batch", "speculative", "spec_tokens", "role")
-    }
+    layout = ("pp", "ep", "dp_attention", "gpus_per_replica", "nodes_per_replica")
+    extra = ("speculative", "spec_tokens", "role")  # issue #11
+    fields = ("gpu", "tp", "quant", "kv_dtype", "batch", *layout, *extra)
+    key = {k: keys[k].tolist() for k in fields}
     cost = keys["cost_per_hour_usd"].tolist()
     return [
         {
             "class": names[j],
             "gpu": key["gpu"][i],
             "tp": int(key["tp"][i]),
+            **{k: int(key[k][i]) for k in layout},
             "quant": key["quant"][i],
             "kv_dtype": key["kv_dtype"][i],
             "batch": int(key["batch"][i]),

@@ -20,10 +20,31 @@ from planner.units import HOURS_PER_MONTH
 NO_SAVING_USD_PER_MONTH = 1e-3
 
 
+def _layout_of(row: pd.Series) -> str:
+    """' (tp 8, pp 2 over 2 nodes)' for a layout beyond plain tp, else ''."""
+    parts = [f"{k} {int(row[c])}" for k, c in (("pp", "pp"), ("ep", "ep"), ("dp", "dp_attention"))]
+    extra = [p for p in parts if not p.endswith(" 1")]
+    if not extra:
+        return ""
+    nodes = int(row["nodes_per_replica"])
+    return f" (tp {int(row['tp'])}, {', '.join(extra)} over {nodes} node{'s' * (nodes > 1)})"
+
+
+def _comm_detail(row: pd.Series) -> str:
+    """What the collectives line holds: tp all-reduces, EP all-to-all, stage sends."""
+    detail = f"tp {row['tp']} all-reduce"
+    if row["t_alltoall_ms"] > 0:
+        detail += f"; all-to-all {row['t_alltoall_ms']:.3f}"
+    if row["t_p2p_ms"] > 0:
+        detail += f"; stage sends {row['t_p2p_ms']:.3f}"
+    return detail
+
+
 def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     """A readable breakdown of one deployment."""
     head = (
-        f"{row['model']} on {row['tp']} x {row['gpu']}  {row['quant']} weights "
+        f"{row['model']} on {row['gpus_per_replica']} x {row['gpu']}{_layout_of(row)}  "
+        f"{row['quant']} weights "
         f"({row['compute_dtype']} math), KV {row['kv_dtype']}, batch {row['batch']}, "
         f"{row['input_len']} in / {row['output_len']} out  [{row['engine']}]"
     )
@@ -42,7 +63,7 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
         ("read weights", row["t_weights_ms"], f"{row['bytes_weights_per_step_gb']:.2f} GB/GPU"),
         ("read KV cache", row["t_kv_ms"], f"{row['bytes_kv_per_step_gb']:.2f} GB/GPU"),
         ("compute", row["t_compute_ms"], f"{row['flops_per_step_tflop']:.3f} TFLOP/GPU"),
-        ("all-reduce", row["t_comm_ms"], f"tp {row['tp']}"),
+        ("collectives", row["t_comm_ms"], _comm_detail(row)),
         ("fixed overhead", row["t_overhead_ms"], "launch, scheduling, sampling"),
         ("decode step", row["tpot_step_ms"], "max(memory, compute) + comm + overhead"),
         (
@@ -66,7 +87,8 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     cost = (
         "Cost: no price in the catalog for this GPU (pass --price)"
         if not math.isfinite(price)
-        else f"Cost {money(row['cost_per_hour_usd'])}/h ({row['tp']} x {money(price)} "
+        else f"Cost {money(row['cost_per_hour_usd'])}/h ({row['gpus_per_replica']} x "
+        f"{money(price)} "
         f"{row['price_provider']}), {per_token_money(row['cost_per_1k_output_tokens_usd'])} "
         f"per 1K output tokens ({money(row['cost_per_1k_output_tokens_usd'] * 1e3)} per 1M), "
         f"{per_token_money(row['cost_per_request_usd'])} per request"
@@ -123,6 +145,25 @@ FLEET_COLUMNS = (
     Col("$/h", "r", 8),
     Col("$/month", "r"),
 )
+
+
+def layout_text(d: Deployment) -> str:
+    """'pp 2, ep 16, dp 16 over 2 nodes' for a multi-GPU layout beyond tp; '-' for plain tp."""
+    parts = [f"{k} {v}" for k, v in (("pp", d.pp), ("ep", d.ep), ("dp", d.dp_attention)) if v > 1]
+    if d.nodes_per_replica > 1:
+        parts.append(f"{d.nodes_per_replica} nodes")
+    return ", ".join(parts) or "-"
+
+
+def _fleet_table(f: FleetSummary, layout: Layout) -> str:
+    """The fleet table; a 'layout' column (pp, ep, dp attention, nodes) only when a line
+    uses more than plain tensor parallelism, so single-node plans read as before."""
+    rows = _fleet_rows(f)
+    if all(layout_text(d) == "-" for d in f.deployments):
+        return table(FLEET_COLUMNS, rows, layout)
+    cols = (*FLEET_COLUMNS[:4], Col("layout"), *FLEET_COLUMNS[4:])
+    rows = [(*r[:4], layout_text(d), *r[4:]) for r, d in zip(rows, f.deployments, strict=True)]
+    return table(cols, rows, layout)
 
 
 def _fleet_rows(f: FleetSummary) -> list[tuple]:
@@ -185,7 +226,7 @@ def render_plan(plan: Plan, layout: Layout = Layout()) -> str:
         "",
         _class_table(plan, layout),
         "",
-        table(FLEET_COLUMNS, _fleet_rows(f), layout),
+        _fleet_table(f, layout),
         "",
         wrap(
             f"Total: {f.total_gpus} GPUs, {money(f.total_cost_per_hour_usd)}/h, "

@@ -72,16 +72,19 @@ class Gpu(Strict):
         int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)
     ]
     interconnect: str
-    # multi-node and disaggregated serving (issue #11): node size and the scale-out NIC per GPU
+    # multi-node replicas (issue #11 parts 1-2): the node and its scale-out NIC per GPU
     gpus_per_node: (
         Annotated[int, whole(0, limits.MAX_DOMAIN_GPUS, unit="GPUs", low_open=True)] | None
-    ) = None
-    scaleout_link_gb_per_s: (
-        Annotated[float, Bandwidth, Field(description="scale-out NIC per GPU, one direction")]
-        | None
-    ) = None
+    ) = Field(default=None, description="GPUs per server (an NVL72 tray holds 4)")
+    scaleout_link_gb_per_s: Annotated[float, Bandwidth] | None = Field(
+        default=None, description="scale-out (InfiniBand/RoCE/EFA) bandwidth per GPU, one direction"
+    )
+    scaleout_latency_us: Annotated[float, between(0, 1e6, unit="us")] | None = Field(
+        default=None, description="latency of one scale-out transfer or collective step"
+    )
+    scaleout_link: str | None = None
     scaleout_spec: Provenance | None = Field(
-        default=None, description="source of gpus_per_node and scaleout_link_gb_per_s"
+        default=None, description="where the scale-out figures come from"
     )
     tdp_w: Annotated[float, between(0, limits.MAX_WATTS, unit="W", low_open=True)] | None = None
     spec: Provenance

@@ -45,6 +45,12 @@ class Deployment:
     spec_tokens: int = 0
     spec_acceptance: float = 0.0
     role: str = "aggregated"  # or the prefill / decode pool of a disaggregated fleet (#11)
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+    pp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
+    gpus_per_replica: int = 0  # 0: tp (a line built before layouts existed)
+    nodes_per_replica: int = 1
 
 
 @dataclass(frozen=True)

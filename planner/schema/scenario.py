@@ -280,6 +280,11 @@ class Search(Strict):
     # disaggregated prefill/decode (issue #11): false: aggregated only; true: prefill and
     # decode pools only; auto: both offered where a class's prompt is long, the MIP chooses
     disaggregated: Literal["auto", True, False] = "auto"
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2); None: auto
+    # (single-node layouts when the weights fit one node, else multi-node ones too)
+    pp: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
+    ep: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
+    dp_attention: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
 
     @model_validator(mode="after")
     def _range(self) -> Search:

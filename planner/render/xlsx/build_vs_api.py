@@ -57,7 +57,12 @@ def _self_row(plan: Plan, totals: dict[str, str]) -> list:
             "Monthly sheet of this workbook: horizon total / months",
             "",
         ]
-    mix = " + ".join(f"{d.replicas}x {d.gpu} TP{d.tp}" for d in fleet.deployments)
+    mix = " + ".join(
+        f"{d.replicas}x {d.gpu} TP{d.tp}"
+        + (f" PP{d.pp}" if d.pp > 1 else "")
+        + (f" EP{d.ep} DP{d.dp_attention}" if d.ep > 1 else "")
+        for d in fleet.deployments
+    )
     return [
         "self-hosted fleet (this plan)",
         mix or "(no deployments)",

@@ -40,6 +40,12 @@ def _tightest(values: Iterable[float | None]) -> float | None:
     return min(found) if found else None
 
 
+def _stages(d: Deployment) -> str:
+    """The factor beyond TP in GPUs per replica ('*2' for pp x dp_attention = 2; '' for 1)."""
+    extra = d.pp * d.dp_attention
+    return f"*{extra}" if extra > 1 else ""
+
+
 def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[str, str]:
     """Fleet lines and totals; returns the total cells by key ("cost_per_hour", ...)."""
     header(ws, [label for label, _ in FLEET_COLUMNS])
@@ -58,9 +64,9 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
             d.kv_dtype,
             d.batch,
             d.replicas,
-            f"=F{r}*B{r}",
+            f"=F{r}*B{r}{_stages(d)}",
             f"={price_names[d.gpu]}",
-            f"=F{r}*B{r}*H{r}",
+            f"=G{r}*H{r}",
             f"=I{r}*{HOURS_NAME}",
             d.cost_per_hour_usd,
             d.requests_per_s,

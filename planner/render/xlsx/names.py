@@ -114,6 +114,12 @@ CANDIDATE_COLUMNS: tuple[tuple[str, str, str | None], ...] = (
     ("class", "class", None),
     ("gpu", "GPU", None),
     ("tp", "TP", None),
+    # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
+    ("pp", "PP", None),
+    ("ep", "EP", None),
+    ("dp_attention", "DP attention", None),
+    ("gpus_per_replica", "GPUs/replica", COUNT),
+    ("nodes_per_replica", "nodes/replica", COUNT),
     ("quant", "quant", None),
     ("kv_dtype", "KV dtype", None),
     ("compute_dtype", "compute dtype", None),
