@@ -201,6 +201,14 @@ class Constraints(Strict):
     max_gpus: Annotated[int, whole(0, limits.MAX_GPU_COUNT, unit="GPUs", low_open=True)] | None = (
         None
     )
+    # redundancy that holds (issue 12): survive the loss of any k replicas; one vendor per service
+    redundancy: Annotated[str, Field(pattern=r"^(none|n_plus_[1-9])$")] = "none"
+    same_vendor: bool = False
+
+    @property
+    def redundancy_k(self) -> int:
+        """k of `n_plus_k`: the replicas the fleet must be able to lose (0 for none)."""
+        return 0 if self.redundancy == "none" else int(self.redundancy.removeprefix("n_plus_"))
 
 
 class Solver(Strict):
