@@ -81,7 +81,15 @@ def _add_failover(lp, problem: FleetProblem, replicas, tag: str, lost, cand, dem
             lp += used <= replicas[p], f"failover_{tag}_cap_{p}"
             continue
         lp += used <= replicas[p] - lost[p] * z[p], f"failover_{tag}_lost_{p}"
-        lp += used <= _replica_bound(problem, int(p)) * z[p], f"failover_{tag}_gone_{p}"
+        lp += used <= _most_load(problem, int(p), dem) * z[p], f"failover_{tag}_gone_{p}"
+
+
+def _most_load(problem: FleetProblem, c: int, dem: np.ndarray) -> float:
+    """Replica-units line c would need to carry its whole service alone: a valid, tight
+    bound on its failover load (tighter than the replica bound, so the LP sees the spares)."""
+    cand, _ = services(problem)
+    cols = np.flatnonzero((dem == cand[c]) & (problem.capacity[c] > 0))
+    return float(sum(problem.demand[w] / problem.capacity[c, w] for w in cols))
 
 
 def _add_same_vendor(lp, problem: FleetProblem, replicas, cand, cat) -> None:
