@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from planner.schema.common import Strict
-from planner.schema.finance import Energy, Finance
+from planner.schema.finance import Energy
 from planner.schema.scenario import (
     Constraints,
     Hardware,
@@ -50,12 +50,16 @@ class Platform(Strict):
     search: Search = Search()
     constraints: Constraints = Constraints()
     solver: Solver = Solver()
-    finance: Finance | None = None
     energy: Energy = Energy()
 
     @model_validator(mode="before")
     @classmethod
     def _not_both(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "finance" in data:
+            raise ValueError(
+                "finance: plans over time (finance, diurnal profiles) are not supported yet "
+                "for a platform of several models; plan each model on its own, or drop finance"
+            )
         if isinstance(data, dict):
             single = sorted(k for k in ("model", "workload", "sla", "engine") if k in data)
             if single:
@@ -72,11 +76,6 @@ class Platform(Strict):
         if repeated:
             raise ValueError(
                 f"models: two entries are named {repeated[0]!r}; give each a unique name:"
-            )
-        if self.finance is not None:
-            raise ValueError(
-                "finance: plans over time (finance, diurnal profiles) are not supported yet "
-                "for a platform of several models; plan each model on its own, or drop finance"
             )
         return self
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from planner.schema import limits
 from planner.schema.bounded import ListCap, Name, NoRepeats, between, whole
@@ -202,8 +202,18 @@ class Constraints(Strict):
         None
     )
     # redundancy that holds (issue 12): survive the loss of any k replicas; one vendor per service
-    redundancy: Annotated[str, Field(pattern=r"^(none|n_plus_[1-9])$")] = "none"
+    redundancy: str = "none"
     same_vendor: bool = False
+
+    @field_validator("redundancy")
+    @classmethod
+    def _redundancy(cls, value: str) -> str:
+        if not re.fullmatch(r"none|n_plus_[1-9]", value):
+            raise ValueError(
+                "expected none, n_plus_1 (survive losing any one replica) or n_plus_k "
+                "with k from 2 to 9"
+            )
+        return value
 
     @property
     def redundancy_k(self) -> int:
