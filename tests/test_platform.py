@@ -198,3 +198,8 @@ def test_input_error_for_unknown_gpu_in_a_platform(tmp_path, catalog):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError, match=r"models\[0\]: hardware.gpus\[0\].*h100-sxm"):
         load_platform(path, catalog)
+
+
+def test_other_commands_refuse_a_platform_with_exit_2():
+    res = invoke("compare", str(SHIPPED))
+    assert res.exit_code == 2 and "only `planner solve`" in res.output

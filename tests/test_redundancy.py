@@ -205,3 +205,20 @@ def test_token_replica_warning_threshold():
     assert token_share_note((_line("x", 1, 14.1), _line("y", 1, 3.0)), CLASSES) is None
     assert 3.0 / 14.1 > TOKEN_SHARE_WARNING > 0.87 / 14.1
     assert token_share_note((_line("x", 1, 14.1),), CLASSES) is None  # one replica: nothing
+
+
+@settings(max_examples=15, deadline=None)
+@given(problems())
+def test_n_plus_2_survives_every_spread_loss(problem):
+    """k = 2 with losses spread over lines: the fleet found survives every pair of losses
+    (checked by brute force over the pairs)."""
+    from dataclasses import replace
+
+    two = replace(problem, redundancy=2)
+    solution = solve_fleet(two, OPTIONS)
+    n = solution.replicas
+    for a, b in itertools.combinations_with_replacement(np.flatnonzero(n).tolist(), 2):
+        less = n.copy()
+        less[a] -= 1
+        less[b] = max(less[b] - 1, 0)
+        assert carries(two, less)

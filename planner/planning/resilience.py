@@ -89,8 +89,7 @@ def failover_notes(
         verdict = "holds" if spread >= 1 - 1e-6 else "does NOT hold"
         out.append(
             f"n_plus_{k}: any {k} replicas lost, spread over lines in any way, leaves "
-            f"{spread:.0%} of the peak: {verdict} (the MIP constrains k losses on one line; "
-            "spread losses are checked here)"
+            f"{spread:.0%} of the peak: {verdict}"
         )
     return out
 
