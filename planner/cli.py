@@ -178,11 +178,17 @@ def solve(
 
     Example: planner solve scenarios/chatbot.yaml -o exports/chatbot.xlsx
     """
+    from planner.inputs.platforms import is_platform
     from planner.inputs.scenarios import load_scenario
     from planner.planning.pipeline import plan as make_plan
     from planner.render.json import plan_dict, to_json
     from planner.render.text import render_plan
 
+    if is_platform(scenario):  # multi-model platform (issue 12)
+        if plot or html_path:
+            raise InputError("--plot and --html are not supported yet for a platform (models:)")
+        _solve_platform(ctx, scenario, output, as_json, no_export, solver, time_limit, wide)
+        return
     sc, catalog = load_scenario(scenario, _catalog(ctx))
     sc = _solver_overrides(sc, solver, time_limit)
     result = make_plan(sc, catalog)
@@ -303,6 +309,32 @@ def sweep(
     _sweep_outputs(result, output, as_json, html_path)
     if result.interrupted:
         sys.exit(130)
+
+
+def _solve_platform(ctx, scenario, output, as_json, no_export, solver, time_limit, wide) -> None:
+    """`planner solve` of a platform file: one fleet for several models (issue 12)."""
+    from planner.inputs.platforms import load_platform
+    from planner.planning.platform import plan_platform
+    from planner.render.json import to_json
+    from planner.render.platform import platform_dict, render_platform
+
+    pf, catalog = load_platform(scenario, _catalog(ctx))
+    solver_section = _solver_overrides(pf, solver, time_limit)
+    result = plan_platform(solver_section, catalog)
+    written = []
+    if not no_export:
+        from planner.render.xlsx.platform import write_platform_workbooks
+
+        target = Path(output) if output else EXPORTS_DIR / f"{Path(scenario).stem}.xlsx"
+        if output is None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        written = write_platform_workbooks(result, target)
+    if as_json:
+        _echo(to_json(platform_dict(result)), nl=False)
+        return
+    _echo(render_platform(result, _layout(wide)))
+    for path in written:
+        _echo(f"Workbook: {path}")
 
 
 def _run_sweep(sweeps, base, catalog, spec, points, jobs, ray_address):

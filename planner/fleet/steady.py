@@ -43,6 +43,16 @@ class FleetProblem:
     role: tuple[str, ...] = ()
     ttft_part_ms: np.ndarray | None = None
     ttft_sla_ms: np.ndarray | None = None
+    # redundancy that holds and multi-model platforms (issue 12), see planner.fleet.redundancy:
+    # survive losing any `redundancy` replicas; one vendor per service; each candidate's service
+    redundancy: int = 0
+    same_vendor: bool = False
+    vendor: tuple[str, ...] = ()  # per candidate; () when same_vendor is off
+    service: tuple[int, ...] = ()  # per candidate, the model it serves; () = one service
+    demand_service: tuple[int, ...] = ()  # per demand column; () = one service
+    min_replicas_per_service: int = 0
+    # extra loss scenarios for k >= 2 ({line: replicas lost}); None: not generated yet
+    loss_patterns: tuple[tuple[tuple[int, int], ...], ...] | None = None
 
     @property
     def n_candidates(self) -> int:
@@ -59,6 +69,9 @@ class FleetProblem:
             capacity=self.capacity[idx],
             role=tuple(self.role[i] for i in idx) if self.role else (),
             ttft_part_ms=None if self.ttft_part_ms is None else self.ttft_part_ms[idx],
+            vendor=tuple(self.vendor[i] for i in idx) if self.vendor else (),
+            service=tuple(self.service[i] for i in idx) if self.service else (),
+            loss_patterns=None,  # they name candidates by position
         )
 
     def relaxed(self, *, budget: bool = False, gpus: bool = False) -> FleetProblem:
@@ -107,7 +120,8 @@ def _replica_bound(problem: FleetProblem, c: int) -> int:
     """A safe upper bound on replicas of one candidate."""
     caps = problem.capacity[c]
     need = sum(d / m for d, m in zip(problem.demand, caps, strict=True) if m > 0)
-    return int(math.ceil(need)) + problem.min_replicas + 1
+    floor = problem.min_replicas + problem.min_replicas_per_service + problem.redundancy
+    return int(math.ceil(need)) + floor + 1
 
 
 def build_lp(
@@ -142,6 +156,10 @@ def build_lp(
         lp += pulp.lpSum(used) <= replicas[c], f"capacity_{c}"
     disagg.add_balance(lp, problem, pools)
     _add_fleet_limits(lp, problem, replicas, cost, gpus)
+    if problem.redundancy or problem.same_vendor or problem.min_replicas_per_service:
+        from planner.fleet.redundancy import add_redundancy
+
+        add_redundancy(lp, problem, replicas, integer)
     return lp, replicas, load, pools
 
 
@@ -172,6 +190,10 @@ def solve_fleet(
     problem: FleetProblem, options: SolverOptions, lp_path: str | None = None
 ) -> FleetSolution:
     """Solve the fleet MIP; the status says optimal, time_limit (with gap) or infeasible."""
+    if problem.redundancy >= 2 and problem.loss_patterns is None:
+        from planner.fleet.redundancy import solve_spread
+
+        return solve_spread(problem, options, lp_path)
     empty = np.zeros(problem.n_candidates, dtype=np.int64)
     no_load = np.zeros(problem.capacity.shape)
     infeasible = FleetSolution(

@@ -96,7 +96,13 @@ def _resolve_profile(scenario: Scenario, path: Path) -> Scenario:
 def load_scenario(path: str | Path, catalog: Catalog) -> tuple[Scenario, Catalog]:
     """Validate a scenario file; its name defaults to the file's stem."""
     path = Path(path)
-    scenario = validate(read_yaml(path), Scenario, path)
+    data = read_yaml(path)
+    if isinstance(data, dict) and "models" in data:  # a platform (issue 12)
+        raise InputError(
+            f"{path}: models: a platform of several models; only `planner solve` plans one "
+            "yet (give one model: for this command)"
+        )
+    scenario = validate(data, Scenario, path)
     scenario = _resolve_profile(scenario, path)
     if scenario.name is None:
         scenario = scenario.model_copy(update={"name": path.stem})

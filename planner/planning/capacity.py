@@ -162,6 +162,12 @@ def _no_candidate(scenario, model, classes, rows, rejected, gpus) -> None:
 def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = None) -> Capacity:
     """The largest request rate the fleet serves at the scenario's class mix, every class
     within its SLA; with `rate`, also the latency each class sees at that rate."""
+    c = scenario.constraints
+    if c.redundancy_k or c.same_vendor:
+        raise InputError(
+            "constraints.redundancy / same_vendor: planner capacity does not model failover "
+            "yet; remove them (or lower search.target_utilization for headroom)"
+        )
     model, classes, rows, rejected, listed = evaluated(scenario, catalog)
     names = [c.name for c in classes]
     offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], names))

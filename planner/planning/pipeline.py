@@ -34,6 +34,13 @@ from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
 from planner.planning.plan import Plan
+from planner.planning.resilience import (
+    check_supported,
+    failover_notes,
+    failovers,
+    redundant,
+    token_share_note,
+)
 from planner.planning.speculation import SpecRequest, spec_options, speculation_note
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -277,6 +284,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     """Answer a scenario: the cheapest fleet meeting its SLAs and constraints."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
+    check_supported(scenario)
     model = catalog.model(scenario.model)
     catalog.engine(scenario.engine)
     for q in scenario.search.quants:
@@ -303,6 +311,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         c.min_replicas,
         ttft_sla,
     )
+    problem = redundant(problem, c, catalog)
     options = SolverOptions.of(scenario.solver)
     t0 = time.perf_counter()
     solution = solve_fleet(problem, options)
@@ -313,6 +322,8 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     pools = disagg.pools_note(fleet, classes)
     if pools:
         notes.append(pools)
+    held, held_notes = _held(problem, solution, offered, fleet, classes, options)
+    notes += held_notes
     t0 = time.perf_counter()
     single = _single_gpu_best(problem, offered, rows, classes, options)
     timings["single_gpu"] = time.perf_counter() - t0
@@ -334,6 +345,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         timings_s=timings,
         problem=problem,
         solver=options,
+        failover=held,
     )
     premium = percentile_premium(scenario, catalog, result)
     if premium:
@@ -350,6 +362,19 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     result = replace(result, energy=energy_of(scenario, catalog, result))
     timings["total"] = time.perf_counter() - start
     return result
+
+
+def _held(problem, solution, offered, fleet, classes, options):
+    """Redundancy that holds: each line's failover share (when n+k is asked) and the
+    notes on losing a replica and on token replicas."""
+    notes = [n for n in [token_share_note(fleet.deployments, classes)] if n]
+    if not problem.redundancy or solution.status == "infeasible":
+        return (), notes
+    keys = [
+        ("", str(r.gpu), int(r.tp), str(r.quant), int(r.batch)) for r in offered.keys.itertuples()
+    ]
+    held = failovers(problem, solution.replicas, keys, options)
+    return held, notes + failover_notes(problem, solution.replicas, held, options)
 
 
 def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], util: float):
@@ -370,7 +395,6 @@ def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], uti
 def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | None:
     """What bounding a TTFT percentile costs: the fleet re-solved over the same evaluated
     candidates with every TTFT bound on the mean."""
-    del catalog  # the candidates already evaluated carry everything needed
     if all(c.statistic == "mean" or c.ttft_ms is None for c in result.classes):
         return None
     stats = sorted({c.statistic for c in result.classes if c.statistic != "mean"})
@@ -389,7 +413,7 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         c.min_replicas,
         [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in result.classes],
     )
-    relaxed = solve_fleet(problem, result.solver)
+    relaxed = solve_fleet(redundant(problem, c, catalog), result.solver)
     mean_cost = float(np.dot(problem.cost_per_hour, relaxed.replicas))
     extra = result.fleet.total_cost_per_hour_usd - mean_cost
     return (

@@ -258,6 +258,8 @@ class Plan:
     problem: FleetProblem | None = None  # the fleet problem the plan was solved from
     solver: SolverOptions = field(default_factory=SolverOptions)  # for every later re-solve
     energy: EnergyPlan | None = None  # power, energy and CO2 per token
+    # redundancy that holds (issue 12): each line's failover share, when n+k is asked
+    failover: tuple = ()
 
     @property
     def solves(self) -> tuple[SolveFact, ...]:

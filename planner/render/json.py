@@ -204,6 +204,8 @@ def plan_dict(plan: Plan) -> dict:
     )
     out["lower_bound_per_hour_usd"] = plan.fleet.lower_bound_per_hour_usd
     out["over_time"] = time_plan_dict(plan.over_time) if plan.over_time is not None else None
+    if plan.failover:  # redundancy that holds (issue 12): only when n+k is asked
+        out["failover"] = [f.__dict__ for f in plan.failover]
     return out
 
 

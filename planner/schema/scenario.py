@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from planner.schema import limits
 from planner.schema.bounded import ListCap, Name, NoRepeats, between, whole
@@ -305,6 +305,24 @@ class Constraints(Strict):
     max_gpus: Annotated[int, whole(0, limits.MAX_GPU_COUNT, unit="GPUs", low_open=True)] | None = (
         None
     )
+    # redundancy that holds (issue 12): survive the loss of any k replicas; one vendor per service
+    redundancy: str = "none"
+    same_vendor: bool = False
+
+    @field_validator("redundancy")
+    @classmethod
+    def _redundancy(cls, value: str) -> str:
+        if not re.fullmatch(r"none|n_plus_[1-9]", value):
+            raise ValueError(
+                "expected none, n_plus_1 (survive losing any one replica) or n_plus_k "
+                "with k from 2 to 9"
+            )
+        return value
+
+    @property
+    def redundancy_k(self) -> int:
+        """k of `n_plus_k`: the replicas the fleet must be able to lose (0 for none)."""
+        return 0 if self.redundancy == "none" else int(self.redundancy.removeprefix("n_plus_"))
 
 
 class Solver(Strict):

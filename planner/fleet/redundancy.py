@@ -1,0 +1,200 @@
+"""Redundancy that holds: after losing k replicas the rest still carry the peak (n+k).
+
+Added to the steady fleet MIP (planner.fleet.steady) when a scenario asks for it. For every
+candidate line c, a failover routing x^c of the demand of c's service must fit the fleet with
+line c down k replicas, or down entirely when it has fewer than k (z[c] = 0):
+
+    sum_c' x^c[c',w] = lambda[w]                 w of service(c)     failover_{c}_demand_{w}
+    sum_w x^c[c',w] / mu[c',w] <= n[c']          c' != c             failover_{c}_cap_{c'}
+    sum_w x^c[c,w] / mu[c,w]   <= n[c] - k z[c]                      failover_{c}_lost
+    sum_w x^c[c,w] / mu[c,w]   <= U[c] z[c]                          failover_{c}_gone
+    z[c] binary
+
+Since the loads are >= 0, z[c] = 1 forces n[c] >= k; z[c] = 0 drops line c from its failover.
+For k = 1 this is exact: losing any one replica is losing one of some line. For k >= 2 the
+losses may spread over lines: `solve_spread` adds the worst spread loss of each fleet found
+as one more failover scenario (lines losing f[c] replicas, or all they have) and re-solves,
+until the fleet survives every loss of k (each scenario is a real loss of <= k replicas, so
+no fleet that holds is ever cut off).
+
+same_vendor: binaries u[s,v] (service s uses vendor v) and b[c] (line c is used),
+n[c] <= U[c] b[c], b[c] <= u[s(c),v(c)], sum_v u[s,v] <= 1.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+
+import numpy as np
+import pulp
+
+from planner.errors import SolverError
+from planner.fleet.solver import SolverOptions, solve, value
+from planner.fleet.steady import FleetProblem, _replica_bound
+
+
+def services(problem: FleetProblem) -> tuple[np.ndarray, np.ndarray]:
+    """The service of each candidate and of each demand column (all 0 for one model)."""
+    cand = np.asarray(problem.service or (0,) * problem.n_candidates, dtype=int)
+    dem = np.asarray(problem.demand_service or (0,) * len(problem.demand), dtype=int)
+    return cand, dem
+
+
+def add_redundancy(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, integer: bool):
+    """Add the n+k failover routings, same-vendor and per-service replica floors to `lp`."""
+    cat = pulp.LpBinary if integer else pulp.LpContinuous
+    cand, dem = services(problem)
+    if problem.min_replicas_per_service:
+        for s in sorted(set(cand.tolist())):
+            mine = [v for v, sv in zip(replicas, cand, strict=True) if sv == s]
+            lp += pulp.lpSum(mine) >= problem.min_replicas_per_service, f"min_replicas_s{s}"
+    if problem.redundancy:
+        patterns = [((c, problem.redundancy),) for c in range(problem.n_candidates)]
+        for i, lost in enumerate([*patterns, *(problem.loss_patterns or ())]):
+            _add_failover(lp, problem, replicas, f"f{i}", dict(lost), cand, dem, cat)
+    if problem.same_vendor:
+        _add_same_vendor(lp, problem, replicas, cand, cat)
+
+
+def _add_failover(lp, problem: FleetProblem, replicas, tag: str, lost, cand, dem, cat) -> None:
+    """Each line c of `lost` loses lost[c] replicas (or all it has: z = 0); the rest of its
+    service carry the service's demand. Sound for any fleet: the loss is real and <= k."""
+    mu = problem.capacity
+    first = next(iter(lost))
+    z = {c: pulp.LpVariable(f"z_survives_{tag}_c{c}", 0, 1, cat=cat) for c in lost}
+    peers = np.flatnonzero(cand == cand[first])
+    x = {
+        int(p): {
+            int(w): pulp.LpVariable(f"y_failover_{tag}_c{p}_w{w}", 0)
+            for w in np.flatnonzero(mu[p] > 0)
+        }
+        for p in peers
+    }
+    for w in np.flatnonzero(dem == cand[first]).tolist():
+        served = [row[w] for row in x.values() if w in row]
+        lp += pulp.lpSum(served) == float(problem.demand[w]), f"failover_{tag}_demand_{w}"
+    for p in peers:
+        used = pulp.LpAffineExpression([(v, 1.0 / float(mu[p, w])) for w, v in x[int(p)].items()])
+        if p not in lost:
+            lp += used <= replicas[p], f"failover_{tag}_cap_{p}"
+            continue
+        lp += used <= replicas[p] - lost[p] * z[p], f"failover_{tag}_lost_{p}"
+        lp += used <= _most_load(problem, int(p), dem) * z[p], f"failover_{tag}_gone_{p}"
+
+
+def _most_load(problem: FleetProblem, c: int, dem: np.ndarray) -> float:
+    """Replica-units line c would need to carry its whole service alone: a valid, tight
+    bound on its failover load (tighter than the replica bound, so the LP sees the spares)."""
+    cand, _ = services(problem)
+    cols = np.flatnonzero((dem == cand[c]) & (problem.capacity[c] > 0))
+    return float(sum(problem.demand[w] / problem.capacity[c, w] for w in cols))
+
+
+def _add_same_vendor(lp, problem: FleetProblem, replicas, cand, cat) -> None:
+    """Each service's replicas all on GPUs of one vendor."""
+    vendors = sorted(set(problem.vendor))
+    for s in sorted(set(cand.tolist())):
+        pick = {
+            v: pulp.LpVariable(f"u_vendor_s{s}_{i}", 0, 1, cat=cat) for i, v in enumerate(vendors)
+        }
+        lp += pulp.lpSum(pick.values()) <= 1, f"same_vendor_s{s}"
+        for c in np.flatnonzero(cand == s):
+            used = pulp.LpVariable(f"b_used_c{c}", 0, 1, cat=cat)
+            lp += replicas[c] <= _replica_bound(problem, int(c)) * used, f"used_{c}"
+            lp += used <= pick[problem.vendor[c]], f"vendor_{c}"
+
+
+def _routable_scale(problem: FleetProblem, replicas: np.ndarray, options: SolverOptions):
+    """The largest factor t such that t x the demand fits `replicas` (an LP), or 0."""
+    lp = pulp.LpProblem("headroom", pulp.LpMaximize)
+    t = pulp.LpVariable("t_scale", 0)
+    mu = problem.capacity
+    x = {
+        (int(c), int(w)): pulp.LpVariable(f"x_c{c}_w{w}", 0)
+        for c, w in zip(*np.nonzero(mu > 0), strict=True)
+        if replicas[c] > 0
+    }
+    lp += t
+    for w, d in enumerate(problem.demand):
+        lp += pulp.lpSum(v for (c, ww), v in x.items() if ww == w) == float(d) * t
+    for c in np.flatnonzero(replicas):
+        used = [v / float(mu[c, w]) for (cc, w), v in x.items() if cc == c]
+        lp += pulp.lpSum(used) <= float(replicas[c])
+    if solve(lp, options).status != "optimal":
+        return 0.0
+    return value(t)
+
+
+def headroom_after_loss(
+    problem: FleetProblem, replicas: np.ndarray, options: SolverOptions
+) -> dict[int, float]:
+    """For each line in use: the share of the peak demand of its service that the fleet
+    still carries at planned load after losing one replica of that line (>= 1: it holds)."""
+    cand, dem = services(problem)
+    out = {}
+    for c in np.flatnonzero(replicas):
+        one = _service_problem(problem, int(cand[c]), cand, dem)
+        mine = np.flatnonzero(cand == cand[c])
+        left = replicas[mine].copy()
+        left[int(np.flatnonzero(mine == c)[0])] -= 1
+        out[int(c)] = _routable_scale(one, left, options)
+    return out
+
+
+def _service_problem(problem: FleetProblem, s: int, cand, dem) -> FleetProblem:
+    """The candidates and demand columns of one service only."""
+    keep = cand == s
+    mine = problem.restricted(keep)
+    cols = np.flatnonzero(dem == s)
+    return replace(mine, capacity=mine.capacity[:, cols], demand=problem.demand[cols])
+
+
+def survives(problem: FleetProblem, replicas: np.ndarray, options: SolverOptions, k: int):
+    """Every way of losing k replicas (spread over lines in any way) checked by LP: the
+    worst share of the peak any service still carries (brute force; small fleets)."""
+    return _worst_loss(problem, replicas, options, k)[0]
+
+
+def _worst_loss(problem: FleetProblem, replicas: np.ndarray, options: SolverOptions, k: int):
+    """(worst share of a service's peak left, the loss pattern {line: replicas} causing it)."""
+    cand, dem = services(problem)
+    worst: tuple[float, dict[int, int]] = (math.inf, {})
+    for s in sorted(set(cand[np.flatnonzero(replicas)].tolist())):
+        one = _service_problem(problem, s, cand, dem)
+        index = np.flatnonzero(cand == s)
+        mine = replicas[index]
+        for lost in itertools.combinations_with_replacement(np.flatnonzero(mine).tolist(), k):
+            left = mine.copy()
+            for c in lost:
+                left[c] = max(left[c] - 1, 0)
+            share = _routable_scale(one, left, options)
+            if share < worst[0]:
+                pattern = {int(index[c]): lost.count(c) for c in set(lost)}
+                worst = (share, pattern)
+    return worst
+
+
+MAX_LOSS_ROUNDS = 30  # patterns added before giving up (each round adds one loss pattern)
+
+
+def solve_spread(problem: FleetProblem, options: SolverOptions, lp_path: str | None = None):
+    """n+k for k >= 2: solve, find the worst spread loss of the fleet found, add it as a
+    failover scenario, re-solve, until the fleet survives every loss of k replicas."""
+    from planner.fleet.steady import solve_fleet
+
+    patterns: list[tuple[tuple[int, int], ...]] = []
+    for _ in range(MAX_LOSS_ROUNDS):
+        current = replace(problem, loss_patterns=tuple(patterns))
+        solution = solve_fleet(current, options, lp_path)
+        if solution.status == "infeasible":
+            return solution
+        share, lost = _worst_loss(current, solution.replicas, options, problem.redundancy)
+        if share >= 1.0 - 1e-6:
+            return solution
+        patterns.append(tuple(sorted(lost.items())))
+    raise SolverError(
+        f"n_plus_{problem.redundancy}: no fleet surviving every spread loss after "
+        f"{MAX_LOSS_ROUNDS} rounds; use a smaller k"
+    )
