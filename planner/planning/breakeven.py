@@ -350,6 +350,25 @@ def cost_curves(
     return volume, own * HOURS_PER_MONTH, api
 
 
+TIME_CURVE_SCALES = np.geomspace(0.25, 4.0, 5)  # plans over time drawn besides the cached ones
+
+
+def time_cost_curve(
+    plan: Plan, self_cost: TimeSelfCost, scales: np.ndarray = TIME_CURVE_SCALES
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plan over time's average $/month against peak requests/s (every period's demand
+    scaled), at a few scales plus every scale the break-even search already solved within
+    the chart's range; and the cheapest API's line on the same basis (#13: the chart drew
+    the peak fleet 24/7 while compare priced the plan over time)."""
+    tp = plan.over_time
+    assert tp is not None, "a time cost curve needs a plan over time"
+    done = [k for k in self_cost.cache if CURVE_SCALES[0] <= k <= CURVE_SCALES[-1]]
+    keys = np.array(sorted({*(round(float(s), 12) for s in scales), *done}))
+    own = np.array([self_cost(float(k)) for k in keys])
+    api = tp.api_monthly_usd(plan.api_quotes[0]) * keys
+    return keys * plan.total_requests_per_s, own, api
+
+
 @dataclass(frozen=True)
 class BuildVsBuy:
     """Every comparison and the chart's curves, from one shared set of fleet solves."""
@@ -358,6 +377,9 @@ class BuildVsBuy:
     curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     notes: tuple[str, ...] = ()  # what could not be computed, and why
     api_curves: dict[str, np.ndarray] = field(default_factory=dict)  # every API, $/month
+    # what the self-hosted line is: a step function of the peak fleet, or the plan over time
+    self_label: str = "self-hosted (optimal fleet re-solved, 24/7)"
+    stepwise: bool = True
 
     @property
     def crossing(self) -> tuple[str, ...]:
@@ -411,13 +433,20 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
         rows = compare(plan, over_time or cost, progress)
     except SolverError as err:
         return BuildVsBuy([], None, (f"break-even volumes not computed: {err.message}",))
-    notes = _stopped_note(over_time)
     try:
-        curves = cost_curves(plan, plan.api_quotes[0], cost)
+        if over_time is not None:
+            curves = time_cost_curve(plan, over_time)
+        else:
+            curves = cost_curves(plan, plan.api_quotes[0], cost)
     except SolverError as err:
-        notes += (f"self-host vs API chart not drawn: {err.message}",)
+        notes = (*_stopped_note(over_time), f"self-host vs API chart not drawn: {err.message}")
         return BuildVsBuy(rows, None, notes)
-    return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]))
+    notes = _stopped_note(over_time)
+    if over_time is None:
+        return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]))
+    months = over_time.months
+    label = f"self-hosted (plan over time re-solved, average of {months} months)"
+    return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]), label, stepwise=False)
 
 
 def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:
