@@ -275,6 +275,7 @@ def solve(
     help="Cost the tornado ranks inputs by (default: over_time_per_month_usd with a finance "
     "section, else cost_per_month_usd).",
 )
+@_wide_option
 @click.pass_context
 def sweep(
     ctx,
@@ -289,6 +290,7 @@ def sweep(
     as_json,
     html_path,
     metric,
+    wide,
 ) -> None:
     """What-if: a grid over scenario keys, or a Monte Carlo, each point a full plan.
 
@@ -306,7 +308,7 @@ def sweep(
     base, catalog = load_scenario(scenario, _catalog(ctx))
     _, _, points = spec.points()
     result = _run_sweep(sweeps, base, catalog, spec, points, jobs, ray_address)
-    _sweep_outputs(result, output, as_json, html_path)
+    _sweep_outputs(result, output, as_json, html_path, wide)
     if result.interrupted:
         sys.exit(130)
 
@@ -345,7 +347,7 @@ def _run_sweep(sweeps, base, catalog, spec, points, jobs, ray_address):
         return sweeps.sweep(base, catalog, spec, jobs, ray_address, bar.update, points)
 
 
-def _sweep_outputs(result, output, as_json, html_path) -> None:
+def _sweep_outputs(result, output, as_json, html_path, wide=False) -> None:
     """Write the table and the report, print the sweep (text or JSON)."""
     from planner.render.json import to_json
     from planner.render.sweep import render_sweep, sweep_dict, write_table
@@ -361,7 +363,7 @@ def _sweep_outputs(result, output, as_json, html_path) -> None:
     if as_json:
         _echo(to_json(sweep_dict(result)), nl=False)
     else:
-        _echo(render_sweep(result), nl=False)
+        _echo(render_sweep(result, _layout(wide)), nl=False)
         for path in written:
             _echo(f"Wrote {path}")
     if result.interrupted:
@@ -791,8 +793,11 @@ def _read_inputs(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output
     "catalog has one, else vllm).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_wide_option
 @click.pass_context
-def validate(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len, engine, as_json):
+def validate(
+    ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len, engine, as_json, wide
+):
     """Compare measurements with the model's predictions, row by row and per metric.
 
     INPUT is a CSV in the format of data/calibration/measured_public.csv or the JSON of
@@ -800,14 +805,16 @@ def validate(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
 
     Example: planner validate data/calibration/measured_public.csv
     """
-    from planner.calibration import render_validation, validation
+    from planner.calibration import validation
+    from planner.render.calibration import render_validation
     from planner.render.json import to_json
 
     rows, catalog = _read_inputs(
         ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
     )
     result = validation(rows, catalog, engine)
-    _echo(to_json(result) if as_json else render_validation(result), nl=False)
+    text = to_json(result) if as_json else render_validation(result, _layout(wide))
+    _echo(text, nl=False)
 
 
 @cli.command()
@@ -838,6 +845,7 @@ def validate(ctx, inputs, model, gpu, tp, quant, kv_dtype, input_len, output_len
 )
 @click.option("--starts", type=int, default=3, show_default=True, help="Fit starting points.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_wide_option
 @click.pass_context
 def calibrate(
     ctx,
@@ -857,6 +865,7 @@ def calibrate(
     only_engine,
     starts,
     as_json,
+    wide,
 ) -> None:
     """Fit an engine profile's efficiency constants to measurements; write a new profile.
 
@@ -869,6 +878,7 @@ def calibrate(
     import datetime as dt
 
     from planner import calibration as cal
+    from planner.render.calibration import render_calibration
     from planner.render.json import to_json
     from planner.writing import write_text_atomic
 
@@ -895,7 +905,7 @@ def calibrate(
     text = cal.profile_yaml(result.profile, cal.calibration_header(result))
     if target is None:
         _echo(text, nl=False)
-        click.echo(cal.render_calibration(result, None), err=True, nl=False)
+        click.echo(render_calibration(result, None, _layout(wide)), err=True, nl=False)
         return
     if not output:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -905,7 +915,7 @@ def calibrate(
         _echo(to_json(cal.calibration_dict(result, str(target))), nl=False)
         click.echo(note, err=True, nl=False)
     else:
-        _echo(cal.render_calibration(result, str(target)) + note, nl=False)
+        _echo(render_calibration(result, str(target), _layout(wide)) + note, nl=False)
 
 
 def _profile_target(ctx, base, profile_id, output, force):

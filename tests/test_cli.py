@@ -375,15 +375,44 @@ WIDTH_COMMANDS = [
     ["catalog", "engines"],
     ["catalog", "gpus"],
     ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--quant", "fp8"],
+    # issue #13: every command at 100 columns (validate was 209 wide, sweep's prose 112)
+    ["catalog", "models"],
+    ["validate", str(ROOT / "data" / "calibration" / "measured_public.csv")],
+    [
+        "sweep",
+        str(ROOT / "scenarios" / "moe.yaml"),
+        "--jobs",
+        "1",
+        "--set",
+        'hardware.gpus=["h100-sxm","a100-80gb"]',
+        "--set",
+        "workload.requests_per_second=5,40",
+    ],  # fmt: skip
+    [
+        "calibrate",
+        str(ROOT / "data" / "calibration" / "measured_public.csv"),
+        "--only-engine",
+        "vllm",
+        "--params",
+        "eta_mem,step_overhead_ms",
+        "--starts",
+        "1",
+        "--id",
+        "width-check",
+        "--force",
+        "-o",
+        "{tmp}/width-check.yaml",
+    ],  # fmt: skip
 ]
 
 
 @pytest.mark.parametrize("args", WIDTH_COMMANDS, ids=lambda a: "-".join(a[:2])[-30:])
-def test_terminal_output_fits_100_columns_with_human_numbers(args, monkeypatch):
+def test_terminal_output_fits_100_columns_with_human_numbers(args, monkeypatch, tmp_path):
     """Every line fits 100 columns; no number is printed as 3.32e+11; --wide shows more."""
     import re
 
     monkeypatch.setenv("COLUMNS", "100")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     res = invoke(*args)
     assert res.exit_code == 0, res.output
     widest = max(len(line) for line in res.output.splitlines())

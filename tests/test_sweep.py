@@ -390,3 +390,24 @@ def test_ray_gives_the_same_rows_as_the_local_run(ray_cluster, grid_result, moe)
     mc_local = sw.sweep(base, cat, spec, jobs=1)
     _same_rows(mc_ray.table, mc_local.table)
     assert mc_ray.seed == 11 and len(mc_ray.table) == 3
+
+
+def test_a_point_skips_the_comparisons_but_its_row_is_the_full_plans():
+    """#14: a point plans without the comparison plans (single GPU type, all on-demand, all
+    reserved, energy), and its row is exactly the row of the full plan of the same inputs."""
+    from planner.inputs.catalog import load_catalog
+    from planner.planning.pipeline import plan
+
+    base, cat = load_scenario(ROOT / "scenarios" / "diurnal-chatbot.yaml", load_catalog())
+    point = sw.Point(0, {"hardware.gpus": ["h100-sxm", "h200"], "solver.time_limit_s": 120})
+    scenario = sw.apply(base, point.overrides, cat)
+    full = plan(scenario, cat)
+    lean = plan(scenario, cat, comparisons=False)
+    assert full.over_time is not None and lean.over_time is not None
+    assert full.over_time.solution.status == "optimal"  # no clock in the comparison
+    assert full.single_gpu_best is not None and full.over_time.all_on_demand is not None
+    assert lean.single_gpu_best is None and lean.over_time.all_on_demand is None
+    assert lean.energy is None
+    row = sw.run_point(base, cat, point)
+    expected = tables.outcome_of_plan(full)
+    assert {k: row[k] for k in expected} == expected

@@ -247,3 +247,20 @@ def test_classes_may_have_their_own_profiles(catalog, tmp_path):
     # class's own level: chat 10 by day and 1 by night, documents 2 by day and 10 by night
     by_slot = sorted(zip(demand[0].round(6), demand[1].round(6), strict=True))
     assert by_slot == [(1.0, 10.0), (10.0, 2.0)]
+
+
+def test_the_break_even_chart_draws_the_plan_over_time(diurnal):
+    """#13: with a plan over time the chart's self-hosted line is the plan over time's
+    average month (at scale 1 the plan itself, no solve), not the peak fleet 24/7."""
+    from planner.planning.breakeven import TimeSelfCost, time_cost_curve
+
+    tp = diurnal.over_time
+    assert tp is not None and tp.solution.status == "optimal"
+    cost = TimeSelfCost(tp.problem, tp.horizon_months, diurnal.solver)
+    cost.know(tp)
+    volume, own, api = time_cost_curve(diurnal, cost, scales=np.array([1.0]))
+    assert volume.tolist() == [pytest.approx(diurnal.total_requests_per_s)]
+    assert own.tolist() == [pytest.approx(diurnal.self_hosted_monthly_usd)]
+    assert own[0] < diurnal.fleet.monthly_cost_usd  # the peak fleet 24/7 costs more
+    assert api.tolist() == [pytest.approx(tp.api_monthly_usd(diurnal.api_quotes[0]))]
+    assert len(cost.cache) == 1  # nothing re-solved

@@ -59,12 +59,13 @@ def test_png_charts_get_normal_permissions_and_replace_keeping_the_mode(tmp_path
     pytest.importorskip("matplotlib")
     import numpy as np
 
+    from planner.planning.breakeven import BuildVsBuy
     from planner.render import png
 
     volume = np.array([1.0, 10.0, 100.0])
-    args = (volume, volume * 50, volume * 80, "an API", 10.0)
-    chart = png.break_even(*args, tmp_path / "break-even.png")
+    analysis = BuildVsBuy([], (volume, volume * 50, volume * 80), api_curves={"an API": volume})
+    chart = png.break_even_all(analysis, 10.0, tmp_path / "break-even.png")
     assert chart.read_bytes()[:4] == b"\x89PNG" and mode(chart) == umask_022
     chart.chmod(0o600)
-    png.break_even(*args, chart)
+    png.break_even_all(analysis, 10.0, chart)
     assert mode(chart) == 0o600 and sorted(os.listdir(tmp_path)) == ["break-even.png"]

@@ -119,7 +119,6 @@ from planner.calibration.recipes import (
     fit_recipe,
     fit_shipped_profiles,
 )
-from planner.calibration.render import render_calibration, render_validation, text_table
 from planner.calibration.scoring import error_table, long_errors, overall_errors
 from planner.calibration.vllm_results import (
     VLLM_METRIC_KEYS,
@@ -209,8 +208,4 @@ __all__ = [
     "describe_user_fit",
     "calibration_header",
     "calibration_dict",
-    # render
-    "text_table",
-    "render_validation",
-    "render_calibration",
 ]

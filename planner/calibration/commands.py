@@ -1,7 +1,7 @@
 """What `planner validate` and `planner calibrate` compute: `validation` (predicted vs
 measured per row, error per metric) and `calibrate` (`fit_profile` on the user's rows as a
 new profile; refuses a fit of more constants than measured values), with the texts and the
-JSON of a calibration. The printed text is in `planner.calibration.render`."""
+JSON of a calibration. The printed text is in `planner.render.calibration`."""
 
 from __future__ import annotations
 

@@ -26,6 +26,7 @@ from planner.schema.plan import ApiQuote
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
 
 SCALES = np.geomspace(1e-3, 1e3, 61)
+BREAK_EVEN_TOL = 5e-3  # relative accuracy of a break-even volume over time, and its plans' gap
 
 
 @dataclass(frozen=True)
@@ -121,9 +122,12 @@ class TimeSelfCost:
     def __init__(self, problem: TimeProblem, months: int, options: SolverOptions) -> None:
         self.problem = replace(problem, inventory={})  # break-even asks any volume
         self.months = months
-        self.options = options
+        # a break-even volume is found to BREAK_EVEN_TOL: its plans need no tighter gap (#13:
+        # solved to 0.01%, a third of them ran to the time limit and compare took 21 s)
+        self.options = replace(options, relative_gap=max(options.relative_gap, BREAK_EVEN_TOL))
         self.cache: dict[float, float] = {}
         self.stopped = 0  # solves that ended at the time limit (incumbent, not proven)
+        self.seconds = 0.0  # spent in those solves
 
     def __call__(self, scale: float) -> float:
         key = round(float(scale), 12)
@@ -131,9 +135,16 @@ class TimeSelfCost:
             scaled = replace(self.problem, demand=self.problem.demand * float(scale))
             sol = solve_time(scaled, self.options)
             self.stopped += sol.status == "time_limit"
+            self.seconds += sol.solve_seconds
             cost = sol.total_cost if sol.status != "infeasible" else math.inf
             self.cache[key] = cost / self.months
         return self.cache[key]
+
+    def know(self, tp: TimePlan) -> None:
+        """Scale 1 is the plan over time itself when nothing was left out of its problem (no
+        inventory): its solved cost, with no solve again."""
+        if not tp.problem.inventory and tp.solution.status == "optimal":
+            self.cache.setdefault(1.0, tp.solution.total_cost / self.months)
 
     def lower_slope(self) -> float:
         """$ a month per unit of scale that no plan can beat: the LP relaxation without the
@@ -147,7 +158,7 @@ class TimeSelfCost:
 
 
 def break_even_over_time(
-    self_cost: TimeSelfCost, api_monthly_at_1: float, rel_tol: float = 1e-3
+    self_cost: TimeSelfCost, api_monthly_at_1: float, rel_tol: float = BREAK_EVEN_TOL
 ) -> float | None:
     """The smallest demand scale at which the plan over time costs no more than the API.
 
@@ -166,9 +177,31 @@ def break_even_over_time(
         if cost <= slope * scale:
             if previous is None:
                 return float(scale)
-            return _refine(self_cost, slope, previous, float(scale), rel_tol)  # type: ignore[arg-type]
+            return _false_position(self_cost, slope, previous, float(scale), rel_tol)
         previous, skip_to = float(scale), cost / slope
     return None
+
+
+def _false_position(
+    self_cost: TimeSelfCost, slope: float, lo: float, hi: float, rel_tol: float, tries: int = 6
+) -> float:
+    """The crossing in (lo, hi] of a cost that is nearly linear there (the plan over time
+    rents by the hour, no flat steps): the secant's root, with the Illinois halving so each
+    end moves; stops within `rel_tol` of the API line or of the bracket (#13: the step walk
+    of `_refine` took ten plans over time here)."""
+    g_lo, g_hi = self_cost(lo) - slope * lo, self_cost(hi) - slope * hi
+    for _ in range(tries):
+        if hi - lo <= rel_tol * hi:
+            break
+        mid = min(max(hi - g_hi * (hi - lo) / (g_hi - g_lo), lo), hi)
+        g_mid = self_cost(mid) - slope * mid
+        if abs(g_mid) <= rel_tol * slope * mid and g_mid <= 0:
+            return mid
+        if g_mid <= 0:
+            hi, g_hi, g_lo = mid, g_mid, g_lo / 2
+        else:
+            lo, g_lo, g_hi = mid, g_mid, g_hi / 2
+    return hi
 
 
 def break_even_scale(
@@ -266,6 +299,7 @@ def _compare_over_time(
     requests = sum(m.avg_requests_per_s for m in tp.monthly) / months * SECONDS_PER_HOUR
     if not isinstance(self_cost, TimeSelfCost):
         self_cost = TimeSelfCost(tp.problem, months, plan.solver)
+        self_cost.know(tp)
     self_monthly = plan.self_hosted_monthly_usd
     out = []
     for quote in plan.api_quotes:
@@ -316,6 +350,25 @@ def cost_curves(
     return volume, own * HOURS_PER_MONTH, api
 
 
+TIME_CURVE_SCALES = np.geomspace(0.25, 4.0, 5)  # plans over time drawn besides the cached ones
+
+
+def time_cost_curve(
+    plan: Plan, self_cost: TimeSelfCost, scales: np.ndarray = TIME_CURVE_SCALES
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The plan over time's average $/month against peak requests/s (every period's demand
+    scaled), at a few scales plus every scale the break-even search already solved within
+    the chart's range; and the cheapest API's line on the same basis (#13: the chart drew
+    the peak fleet 24/7 while compare priced the plan over time)."""
+    tp = plan.over_time
+    assert tp is not None, "a time cost curve needs a plan over time"
+    done = [k for k in self_cost.cache if CURVE_SCALES[0] <= k <= CURVE_SCALES[-1]]
+    keys = np.array(sorted({*(round(float(s), 12) for s in scales), *done}))
+    own = np.array([self_cost(float(k)) for k in keys])
+    api = tp.api_monthly_usd(plan.api_quotes[0]) * keys
+    return keys * plan.total_requests_per_s, own, api
+
+
 @dataclass(frozen=True)
 class BuildVsBuy:
     """Every comparison and the chart's curves, from one shared set of fleet solves."""
@@ -324,6 +377,9 @@ class BuildVsBuy:
     curves: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     notes: tuple[str, ...] = ()  # what could not be computed, and why
     api_curves: dict[str, np.ndarray] = field(default_factory=dict)  # every API, $/month
+    # what the self-hosted line is: a step function of the peak fleet, or the plan over time
+    self_label: str = "self-hosted (optimal fleet re-solved, 24/7)"
+    stepwise: bool = True
 
     @property
     def crossing(self) -> tuple[str, ...]:
@@ -368,22 +424,29 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
     if plan.problem is None or not plan.api_quotes:
         return BuildVsBuy([], None)
     cost = SelfCost(plan.problem, plan.solver)
-    over_time = (
-        TimeSelfCost(plan.over_time.problem, plan.over_time.horizon_months, plan.solver)
-        if plan.over_time is not None
-        else None
-    )
+    over_time = None
+    if plan.over_time is not None:
+        tp = plan.over_time
+        over_time = TimeSelfCost(tp.problem, tp.horizon_months, plan.solver)
+        over_time.know(tp)
     try:
         rows = compare(plan, over_time or cost, progress)
     except SolverError as err:
         return BuildVsBuy([], None, (f"break-even volumes not computed: {err.message}",))
-    notes = _stopped_note(over_time)
     try:
-        curves = cost_curves(plan, plan.api_quotes[0], cost)
+        if over_time is not None:
+            curves = time_cost_curve(plan, over_time)
+        else:
+            curves = cost_curves(plan, plan.api_quotes[0], cost)
     except SolverError as err:
-        notes += (f"self-host vs API chart not drawn: {err.message}",)
+        notes = (*_stopped_note(over_time), f"self-host vs API chart not drawn: {err.message}")
         return BuildVsBuy(rows, None, notes)
-    return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]))
+    notes = _stopped_note(over_time)
+    if over_time is None:
+        return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]))
+    months = over_time.months
+    label = f"self-hosted (plan over time re-solved, average of {months} months)"
+    return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]), label, stepwise=False)
 
 
 def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:

@@ -280,8 +280,12 @@ def _single_gpu_best(
     return None if best is None else (_summarise(best[1], offered, rows, classes), best[2])
 
 
-def plan(scenario: Scenario, catalog: Catalog) -> Plan:
-    """Answer a scenario: the cheapest fleet meeting its SLAs and constraints."""
+def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan:
+    """Answer a scenario: the cheapest fleet meeting its SLAs and constraints.
+
+    `comparisons=False` (a sweep point, #14) leaves out what is only set beside the plan: the
+    best single-GPU-type fleet, the percentile's premium, the all-on-demand and all-reserved
+    plans over time and the energy figures; the fleet and the plan over time are the same."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
     check_supported(scenario)
@@ -325,7 +329,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
     held, held_notes = _held(problem, solution, offered, fleet, classes, options)
     notes += held_notes
     t0 = time.perf_counter()
-    single = _single_gpu_best(problem, offered, rows, classes, options)
+    single = _single_gpu_best(problem, offered, rows, classes, options) if comparisons else None
     timings["single_gpu"] = time.perf_counter() - t0
     result = Plan(
         scenario_name=scenario.name or "scenario",
@@ -347,7 +351,7 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         solver=options,
         failover=held,
     )
-    premium = percentile_premium(scenario, catalog, result)
+    premium = percentile_premium(scenario, catalog, result) if comparisons else None
     if premium:
         result = replace(result, notes=(*result.notes, premium))
     spec_note = speculation_note(scenario, result)  # issue #11
@@ -357,9 +361,11 @@ def plan(scenario: Scenario, catalog: Catalog) -> Plan:
         from planner.planning.timeplan import plan_over_time
 
         t0 = time.perf_counter()
-        result = replace(result, over_time=plan_over_time(scenario, catalog, result))
+        over_time = plan_over_time(scenario, catalog, result, comparisons)
+        result = replace(result, over_time=over_time)
         timings["over_time"] = time.perf_counter() - t0
-    result = replace(result, energy=energy_of(scenario, catalog, result))
+    if comparisons:
+        result = replace(result, energy=energy_of(scenario, catalog, result))
     timings["total"] = time.perf_counter() - start
     return result
 

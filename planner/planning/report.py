@@ -301,12 +301,17 @@ def break_even_chart(result: Plan, analysis: BuildVsBuy | None) -> Chart | None:
     volume, own, api = analysis.curves
     best = result.api_quotes[0]
     series = (
-        Series("self-hosted (optimal fleet, 24/7)", volume.tolist(), own.tolist(), style="step"),
+        Series(
+            analysis.self_label,
+            volume.tolist(),
+            own.tolist(),
+            style="step" if analysis.stepwise else "",
+        ),
         Series(f"API: {best.provider} {best.provider_model_id}", volume.tolist(), api.tolist()),
     )
     return Chart(
         "breakeven",
-        "Build vs buy: where self-hosting becomes cheaper",
+        analysis.chart_title,
         "line",
         "peak requests/s",
         "$ per month",

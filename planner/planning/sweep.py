@@ -225,7 +225,8 @@ def run_point(base: Scenario, catalog: Catalog, point: Point) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         scenario = apply(base, point.overrides, catalog)
-        outcome = tables.outcome_of_plan(plan(scenario, catalog))
+        # the row reads the fleet and the plan over time only: no comparison plans (#14)
+        outcome = tables.outcome_of_plan(plan(scenario, catalog, comparisons=False))
     except InfeasibleError as exc:
         outcome = tables.outcome_of_failure("infeasible", exc.message)
     except SolverError as exc:

@@ -176,8 +176,11 @@ def _shortlist(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
     return keys.loc[short].reset_index(drop=True), capacity[short]
 
 
-def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan:
-    """Reserved/owned baseline plus per-period on-demand and spot, over the horizon."""
+def plan_over_time(
+    scenario: Scenario, catalog: Catalog, plan: Plan, comparisons: bool = True
+) -> TimePlan:
+    """Reserved/owned baseline plus per-period on-demand and spot, over the horizon; with
+    `comparisons`, also what all on-demand and all reserved would cost."""
     fin = scenario.finance
     assert fin is not None
     names = [c.name for c in plan.classes]
@@ -222,8 +225,10 @@ def plan_over_time(scenario: Scenario, catalog: Catalog, plan: Plan) -> TimePlan
                 else "; lower finance.growth_per_month or the horizon"
             )
         )
-    on_demand_only = solve_time(problem.without("reserved", "owned", "spot"), options)
-    all_res_cost, all_res_gpus = _all_reserved(problem, on_demand_only)
+    on_demand_only, all_res_cost, all_res_gpus = None, None, {}
+    if comparisons:
+        on_demand_only = solve_time(problem.without("reserved", "owned", "spot"), options)
+        all_res_cost, all_res_gpus = _all_reserved(problem, on_demand_only)
     monthly = _months(problem, solution, plan, fin, profiles.mean(axis=1))
     profile = (peaks @ profiles) / peaks.sum()
     return TimePlan(

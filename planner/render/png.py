@@ -107,32 +107,6 @@ def demand_and_fleet(plan: Plan, path: Path) -> Path:
     return _save(fig, path)
 
 
-def break_even(
-    volume: np.ndarray,
-    self_cost: np.ndarray,
-    api_cost: np.ndarray,
-    label: str,
-    current: float,
-    path: Path,
-) -> Path:
-    """Monthly cost of self-hosting and of the API against peak demand."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 5))
-    ax.step(volume, self_cost, where="post", label="self-hosted (optimal fleet, 24/7)")
-    ax.plot(volume, api_cost, label=f"API: {label}")
-    ax.axvline(current, color="gray", ls="--", lw=1)
-    ax.text(current, ax.get_ylim()[1], " this scenario", va="top", fontsize=8, color="gray")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="peak requests/s",
-        ylabel="$ per month",
-        title="Build vs buy: where self-hosting becomes cheaper",
-    )
-    ax.legend()
-    return _save(fig, path)
-
-
 def break_even_all(analysis: BuildVsBuy, current: float, path: Path) -> Path:
     """Monthly cost of self-hosting and of every API against peak demand, titled by whether
     the lines cross in the range shown."""
@@ -140,7 +114,8 @@ def break_even_all(analysis: BuildVsBuy, current: float, path: Path) -> Path:
     assert analysis.curves is not None
     volume, own, _ = analysis.curves
     fig, ax = plt.subplots(figsize=(9, 6))
-    ax.step(volume, own, where="post", color="black", lw=2, label="self-hosted (re-solved, 24/7)")
+    draw = partial(ax.step, where="post") if analysis.stepwise else ax.plot
+    draw(volume, own, color="black", lw=2, label=analysis.self_label)
     for k, (label, api) in enumerate(analysis.api_curves.items()):
         ax.plot(volume, api, color=f"#{colour(k)}", lw=1.2, label=f"API: {label}")
     ax.axvline(current, color="gray", ls="--", lw=1)

@@ -15,7 +15,7 @@ from planner.errors import InputError
 from planner.planning.sweep import SweepResult
 from planner.planning.sweep_table import COLUMNS, GPU_PREFIX, Tornado
 from planner.render.json import stable
-from planner.render.text import table
+from planner.render.tables import Col, Layout, table, wrap
 from planner.writing import write_text_atomic
 
 SHOWN_ROWS = 40
@@ -108,8 +108,9 @@ def _point_rows(result: SweepResult) -> list[list[Any]]:
     return rows
 
 
-def render_sweep(result: SweepResult) -> str:
-    """The sweep for a terminal: the points, P10/P50/P90 of each cost, the tornado."""
+def render_sweep(result: SweepResult, layout: Layout = Layout()) -> str:
+    """The sweep for a terminal: the points, P10/P50/P90 of each cost, the tornado; in 100
+    columns unless `layout` is wide (long inputs wrap, the GPUs column goes first)."""
     frame = result.table
     ok = int(frame["status"].isin(["optimal", "time_limit"]).sum())
     head = (
@@ -119,19 +120,21 @@ def render_sweep(result: SweepResult) -> str:
     )
     if result.seed is not None:
         head += f", seed {result.seed}"
-    lines = [head + (" - INTERRUPTED, finished points only" if result.interrupted else ""), ""]
+    head += " - INTERRUPTED, finished points only" if result.interrupted else ""
+    lines = [wrap(head, layout), ""]
     over_time = frame["over_time_per_month_usd"].notna().any()
-    headers = ["point", *result.keys, "status", "$/month (peak fleet)"]
-    headers += ["$/month (over time)"] if over_time else []
-    headers += ["$/1K out", "GPUs (or why not)"]
-    lines.append(table(headers, _point_rows(result)))
+    cols = [Col("point", "r"), *(Col(k, max_width=28) for k in result.keys)]
+    cols += [Col("status"), Col("$/month (peak fleet)", "r")]
+    cols += [Col("$/month (over time)", "r")] if over_time else []
+    cols += [Col("$/1K out", "r"), Col("GPUs (or why not)", priority=1, max_width=30)]
+    lines.append(table(cols, _point_rows(result), layout))
     if len(frame) > SHOWN_ROWS:
         lines.append(f"... {len(frame) - SHOWN_ROWS} more rows: write them all with -o FILE.csv")
-    lines += ["", _summary_text(result), "", _tornado_text(result.tornado)]
+    lines += ["", _summary_text(result, layout), "", _tornado_text(result.tornado, layout)]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _summary_text(result: SweepResult) -> str:
+def _summary_text(result: SweepResult, layout: Layout) -> str:
     rows = [
         [s["metric"], s["points"], s["p10"], s["p50"], s["p90"], s["mean"]]
         for s in _records(result.summary)
@@ -139,20 +142,19 @@ def _summary_text(result: SweepResult) -> str:
     if not rows:
         return "No point planned: no summary."
     return "Cost over the planned points:\n" + table(
-        ["metric", "points", "P10", "P50", "P90", "mean"], rows
+        ["metric", "points", "P10", "P50", "P90", "mean"], rows, layout
     )
 
 
-def _tornado_text(tornado: Tornado | None) -> str:
+def _tornado_text(tornado: Tornado | None, layout: Layout) -> str:
     if tornado is None or not tornado.bars:
         return "Tornado: not enough planned points to compare inputs."
     rows = [
         [b.key, b.low_label, _money(b.low_cost), b.high_label, _money(b.high_cost), _money(b.swing)]
         for b in tornado.bars
     ]
-    return f"What moves {tornado.metric} most ({tornado.method}):\n" + table(
-        ["input", "low", "cost", "high", "cost", "swing"], rows
-    )
+    title = wrap(f"What moves {tornado.metric} most ({tornado.method}):", layout)
+    return title + "\n" + table(["input", "low", "cost", "high", "cost", "swing"], rows, layout)
 
 
 def write_table(result: SweepResult, path: str | Path) -> Path:

@@ -19,6 +19,7 @@ class Analysis:
     notes: tuple[str, ...] = ()
     api_curves: dict[str, np.ndarray] = field(default_factory=dict)
     title: str = "Self-hosting vs API, $ per month by peak demand"
+    self_label: str = "self-hosted (optimal fleet re-solved, 24/7)"  # the plan over time's (#13)
 
 
 def indexed(analysis: BuildVsBuy | None) -> Analysis:
@@ -36,4 +37,5 @@ def indexed(analysis: BuildVsBuy | None) -> Analysis:
         analysis.notes,
         apis,
         analysis.chart_title if drawn else "",
+        analysis.self_label,
     )

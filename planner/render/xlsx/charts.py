@@ -157,7 +157,8 @@ def _frontier_chart(
 def _break_even_chart(
     ws: Worksheet, plan: Plan, analysis: Analysis, anchor: str
 ) -> list[tuple[int, int, str]]:
-    """Self-hosted fleet (re-solved per volume) and every API, $/month vs peak req/s."""
+    """Self-hosting (the peak fleet, or the plan over time, re-solved per volume) and every
+    API, $/month vs peak req/s."""
     assert analysis.curves is not None
     volume, own, _ = analysis.curves
     apis = analysis.api_curves
@@ -182,7 +183,7 @@ def _break_even_chart(
             point,
             "",
             ["this plan: peak req/s", "fleet $/month"],
-            [(plan.total_requests_per_s, plan.fleet.monthly_cost_usd)],
+            [(plan.total_requests_per_s, plan.self_hosted_monthly_usd)],
             [RATE, MONEY],
         )
     )
@@ -195,9 +196,7 @@ def _break_even_chart(
     chart.x_axis.scaling.logBase = 10
     chart.y_axis.scaling.logBase = 10
     rows = (first, first + len(volume) - 1)
-    chart.series.append(
-        _series(ws, (13, 14), rows, "self-hosted fleet (re-solved, 24/7)", "000000", marker=None)
-    )
+    chart.series.append(_series(ws, (13, 14), rows, analysis.self_label, "000000", marker=None))
     for k, label in enumerate(apis):
         chart.series.append(
             _series(ws, (13, 15 + k), rows, f"API: {label}", colour(k), marker=None)
