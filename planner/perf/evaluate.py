@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.perf import columns
+from planner.perf import collectives, columns
 from planner.perf import memory as mem
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
@@ -21,6 +21,13 @@ GB = 1e9
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     return df[name].to_numpy(dtype=float)
+
+
+def collective_alpha_s(df: pd.DataFrame) -> np.ndarray:
+    """Per-collective latency (s): the engine's base plus the ring hops of the link (#10)."""
+    return collectives.allreduce_latency_s(
+        _col(df, "tp"), _col(df, "eff_allreduce_latency_us"), _col(df, "link_hop_latency_us")
+    )
 
 
 def _bound(t_memory: np.ndarray, t_compute: np.ndarray) -> pd.Categorical:
@@ -62,6 +69,29 @@ def flops_prefill_per_request(model: Model, input_len: np.ndarray) -> np.ndarray
         2.0 * body * input_len
         + 2.0 * head
         + 4.0 * model.num_attention_heads * (model.head_dim * pairs)
+    )
+
+
+def attention_flops_prefill(model: Model, input_len: np.ndarray) -> np.ndarray:
+    """The causal-attention part of `flops_prefill_per_request`: 4 h d_h x query-key pairs."""
+    window = model.sliding_window.window if model.sliding_window else 0
+    pairs = rf.attention_pairs_prefill(
+        input_len, model.n_global_layers, model.n_sliding_layers, window
+    )
+    return 4.0 * model.num_attention_heads * (model.head_dim * pairs)
+
+
+def prefill_compute_s(
+    model: Model, df: pd.DataFrame, input_len: np.ndarray, prompts: np.ndarray | float = 1.0
+) -> np.ndarray:
+    """Compute time of `prompts` prefills of `input_len` tokens per GPU: the GEMMs at the
+    quant's peak, attention (FlashAttention in 16-bit whatever the weights, #10) at the
+    16-bit peak, both at the prefill efficiency."""
+    tp, eta = _col(df, "tp"), _col(df, "eff_eta_compute_prefill")
+    attn = prompts * attention_flops_prefill(model, input_len) / tp
+    gemm = prompts * flops_prefill_per_request(model, input_len) / tp - attn
+    return rf.latency_compute(gemm, _col(df, "peak_flops"), eta) + rf.latency_compute(
+        attn, _col(df, "peak_flops_attention"), eta
     )
 
 
@@ -141,9 +171,10 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
         batch,
         model.hidden_size,
         _col(df, "link_bytes_per_s"),
-        _col(df, "eff_allreduce_latency_us") * 1e-6,
+        collective_alpha_s(df),
     )
-    t_oh = _col(df, "eff_step_overhead_ms") * 1e-3
+    # fixed cost per step plus a cost per sequence in the batch (sampling, scheduling, #10)
+    t_oh = _col(df, "eff_step_overhead_ms") * 1e-3 + batch * _col(df, "eff_step_per_seq_us") * 1e-6
     step = np.maximum(t_w, t_gemm) + np.maximum(t_kv, t_attn) + t_comm + t_oh
     flops = gemm_flops + attn_flops
     out.update(
@@ -168,20 +199,20 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     """Prefill of one request, alone (its TTFT on an idle replica) and as its share of the
     chunked prefill passes of a busy replica (what it costs the decode loop).
 
-    Alone: max(FLOPs / (F eta_pf), W / (BW eta_mem)) + all-reduces + overhead.
+    Alone: max(FLOPs / (F eta_pf), W / (BW eta_mem)) + all-reduces + overhead, attention's
+    FLOPs at the 16-bit peak (`prefill_compute_s`).
     Shared: the prompt rides in passes of C = min(chunk, B I) tokens (the engine's chunk), so
     the weight read, collective latencies and fixed overhead of a pass are split over C tokens:
     max(FLOPs / (F eta_pf), W / (BW eta_mem) * I / C) + payload + (alpha + overhead) * I / C.
     """
     tp, i_len, batch = _col(df, "tp"), _col(df, "input_len"), _col(df, "batch")
-    flops = flops_prefill_per_request(model, i_len) / tp
     chunk = np.minimum(_col(df, "eff_prefill_chunk_tokens"), batch * i_len)
     share = i_len / chunk  # passes this prompt accounts for: 1/B when B prompts share one
-    t_c = rf.latency_compute(flops, _col(df, "peak_flops"), _col(df, "eff_eta_compute_prefill"))
+    t_c = prefill_compute_s(model, df, i_len)
     bw, eta_mem = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")
     t_m = rf.latency_memory(bytes_weights_per_step(model, df, i_len) / tp, bw, eta_mem)
     t_m_pass = rf.latency_memory(bytes_weights_per_step(model, df, chunk) / tp, bw, eta_mem)
-    link, alpha = _col(df, "link_bytes_per_s"), _col(df, "eff_allreduce_latency_us") * 1e-6
+    link, alpha = _col(df, "link_bytes_per_s"), collective_alpha_s(df)
     layers, d = model.num_hidden_layers, model.hidden_size
     t_comm = rf.latency_allreduce(tp, layers, i_len, d, link, alpha)
     payload = rf.latency_allreduce(tp, layers, i_len, d, link, 0.0 * alpha)
@@ -203,7 +234,8 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
     rate = rf.serving_rate(batch, o_len, step, t_share)
     tpot = rf.tpot_with_prefill(step, batch, o_len, t_share)
     load = utilisation * rate
-    ttft_idle = t_pf + step / 2.0  # an idle replica starts the prefill at the next step
+    # an idle replica starts the prefill at the next step; plus the per-request latency (#10)
+    ttft_idle = t_pf + step / 2.0 + _col(df, "eff_request_overhead_ms") * 1e-3
     if statistic == "none":
         wait = np.zeros_like(rate)
     else:
