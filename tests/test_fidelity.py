@@ -122,3 +122,18 @@ def test_prefill_attention_runs_at_the_16bit_peak(catalog):
     assert ev.prefill_compute_s(model, grid, i_len)[0] == pytest.approx(expected[0])
     # 32 layers x 32 heads x 128 x 4 x 8000^2 / 2 pairs = 1.0737e13 FLOPs of attention
     assert attn[0] == pytest.approx(4 * 32 * 128 * 32 * 8000**2 / 2)
+
+
+def test_closed_loop_throughput_is_littles_law_over_the_clients(catalog):
+    """Llama-3.1-8B on one H100, C = 4 (far below capacity): each client has one request in
+    flight for TTFT + (O - 1) TPOT, so throughput = C O / that lifetime exactly; the
+    per-request latency (vLLM's fitted 71 ms) is in the TTFT."""
+    from planner.planning.estimate import EstimateRequest, estimate
+
+    req = EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", tp=1, quant="bf16", batch=None,
+                          input_len=1000, output_len=200, concurrency=4)  # fmt: skip
+    row = estimate(req, catalog)
+    life_s = (row["ttft_ms"] + 199 * row["tpot_ms"]) / 1e3
+    assert row["throughput_tok_s"] == pytest.approx(4 * 200 / life_s)
+    lat = catalog.engine("vllm").for_family("hopper").request_overhead_ms
+    assert row["ttft_ms"] >= row["prefill_ms"] + lat
