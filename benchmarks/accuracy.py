@@ -17,6 +17,7 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
     python benchmarks/accuracy.py --write      # refit, rewrite catalogs/engines/*.yaml first
     python benchmarks/accuracy.py --no-cv      # in-sample only (seconds, not minutes)
     python benchmarks/accuracy.py --jobs 2     # cross-validation folds in 2 processes
+    python benchmarks/accuracy.py --folds leave-one-model-out,leave-one-GPU-family-out
 """
 
 from __future__ import annotations
@@ -128,10 +129,14 @@ def _fold(args: tuple) -> tuple[str, str, pd.DataFrame]:
     return engine, label, pred
 
 
-def cross_validation(jobs: int, n_starts: int) -> dict[tuple[str, str], pd.DataFrame]:
-    """(engine, evaluation) -> held-out predictions, every recipe and leave-out kind."""
-    tasks = [(e, lab, col, n_starts) for lab, col in FOLDS.items() for e in SERVER_RECIPES]
-    tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
+def cross_validation(
+    jobs: int, n_starts: int, folds: tuple[str, ...] = tuple(FOLDS)
+) -> dict[tuple[str, str], pd.DataFrame]:
+    """(engine, evaluation) -> held-out predictions, every recipe and the leave-out kinds
+    named in `folds` (labels of FOLDS; llama.cpp's leave-one-GPU-out with all of them)."""
+    tasks = [(e, lab, FOLDS[lab], n_starts) for lab in folds for e in SERVER_RECIPES]
+    if set(folds) == set(FOLDS):
+        tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
     out = {}
     with ProcessPoolExecutor(max(jobs, 1)) as pool:
         for engine, label, pred in pool.map(_fold, tasks):
@@ -190,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cv", action="store_true", help="in-sample errors only")
     parser.add_argument("--jobs", type=int, default=1, help="processes for the CV folds")
     parser.add_argument("--starts", type=int, default=1, help="starts per CV fit")
+    parser.add_argument(
+        "--folds",
+        default=",".join(FOLDS),
+        help="comma-separated leave-out kinds (default all): " + ", ".join(FOLDS),
+    )
     args = parser.parse_args(argv)
     start = time.time()
     pd.set_option("display.width", 160)
@@ -202,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     report_rows(rows)
     results = in_sample(rows, catalog)
     if not args.no_cv:
-        for (engine, label), pred in cross_validation(args.jobs, args.starts).items():
+        folds = tuple(f.strip() for f in args.folds.split(",") if f.strip())
+        unknown = [f for f in folds if f not in FOLDS]
+        if unknown:
+            parser.error(f"--folds: unknown {unknown}; allowed: {', '.join(FOLDS)}")
+        for (engine, label), pred in cross_validation(args.jobs, args.starts, folds).items():
             results[(engine, label)] = errors(pred)
     table = summary(results).sort_values(["engine", "evaluation"], kind="stable")
     print("\n## Median / p90 absolute error per engine (TPOT, TTFT, throughput)\n")

@@ -182,7 +182,12 @@ def test_round_trip_recovers_known_constants(measurements, catalog):
 def test_unseen_constants_are_not_fitted(measurements, catalog):
     """llama.cpp rows are batch 1 without TP: no information on alpha or decode compute."""
     profile, report = cal.fit_profile(
-        measurements, catalog, cal.RECIPES["llamacpp"].base_profile(), "llamacpp", n_starts=1
+        measurements,
+        catalog,
+        cal.RECIPES["llamacpp"].base_profile(),
+        "llamacpp",
+        params=cal.RECIPES["llamacpp"].params,  # #10's serving terms are not llama.cpp's
+        n_starts=1,
     )
     assert set(report["default"]["not_identified"]) == {
         "eta_compute_decode",
@@ -258,7 +263,8 @@ def test_vllm_results_map_to_the_measurement_schema(measurements):
 
 def test_serving_wave_by_hand(catalog):
     """32 prompts of 1024 tokens = 4 passes of 8192; prompt j completes in pass ceil(j/8), so
-    mean TTFT = 2.5 passes and a request decodes through 1.5 prefill passes on average."""
+    mean TTFT = 2.5 passes (+ the per-request latency) and a request decodes through 1.5
+    prefill passes on average."""
     doc = {"request_rate": "inf", "max_concurrency": 32, "num_prompts": 64, "completed": 64,
            "total_input_tokens": 64 * 1024, "total_output_tokens": 64 * 101,
            "mean_tpot_ms": 20.0, "mean_ttft_ms": 500.0, "output_throughput": 1000.0}  # fmt: skip
@@ -272,9 +278,10 @@ def test_serving_wave_by_hand(catalog):
     whole = cal.batch_prefill_ms(model, grid)
     step = core["tpot_step_ms"]
     per_pass = whole[0] / 4
-    assert pred["pred_ttft"].iloc[0] == pytest.approx(2.5 * per_pass)
+    overhead = profile.for_family("hopper").request_overhead_ms  # per request (#10)
+    assert pred["pred_ttft"].iloc[0] == pytest.approx(2.5 * per_pass + overhead)
     assert pred["pred_tpot"].iloc[0] == pytest.approx(step[0] + 1.5 * (per_pass - step[0]) / 100)
-    assert pred["pred_ttft"].iloc[1] == pytest.approx(whole[1])
+    assert pred["pred_ttft"].iloc[1] == pytest.approx(whole[1] + overhead)
     assert pred["pred_tpot"].iloc[1] == pytest.approx(step[1])
     e2e = whole + 100 * step
     np.testing.assert_allclose(pred["pred_throughput"], [32 * 101 / e2e[0] * 1e3,

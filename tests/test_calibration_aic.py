@@ -72,7 +72,13 @@ def test_wave_closed_loop_at_concurrency_one_is_the_prefill(catalog, aic):
     one = used[used["batch"] == 1]
     pred = cal.predict(one, catalog, catalog.engine("trtllm"))
     assert len(pred) > 0
-    assert np.allclose(pred["pred_ttft"], pred["prefill_ms"], rtol=1e-6)
+    # #10: wave share f sees prefill + latency, the rest the steady state, which adds half a
+    # decode step (an idle replica starts the prefill at the next step): no queueing at C=1
+    eff = catalog.engine("trtllm").for_family("blackwell")  # the C = 1 rows are B200s
+    f, lat = eff.benchmark_wave_share, eff.request_overhead_ms
+    expected = pred["prefill_ms"] + lat + (1 - f) * pred["tpot_step_ms"] / 2
+    assert (pred["gpu_family"] == "blackwell").all()
+    assert np.allclose(pred["pred_ttft"], expected, rtol=1e-6)
     assert np.allclose(pred["pred_tpot"], pred["tpot_step_ms"], rtol=1e-6)
 
 

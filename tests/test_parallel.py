@@ -205,4 +205,6 @@ def test_cross_node_ep_pays_the_fitted_layer_cost_and_in_node_ep_does_not(catalo
     across, inside = _grid(catalog, "deepseek-r1", "fp8", [(1, 1, 16, 16), (8, 1, 8, 1)], (8,))
     floor = 58 * par.EP_CROSS_NODE_LAYER_S * 1e3
     assert across["t_alltoall_ms"][0] >= floor
-    assert inside["t_alltoall_ms"][0] < floor / 10
+    # inside one node: only the fitted per-collective latency (two per MoE layer, ~3.9 ms
+    # with SGLang's refitted Hopper base) and the NVLink payload, far below the cross-node floor
+    assert inside["t_alltoall_ms"][0] < floor / 4

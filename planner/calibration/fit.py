@@ -28,6 +28,10 @@ FIT_PARAMS: tuple[str, ...] = (
     "allreduce_latency_us",
     "step_overhead_ms",
     "prefill_overhead_ms",
+    # issue #10: per-sequence step cost, per-request TTFT latency, benchmark wave share
+    "step_per_seq_us",
+    "request_overhead_ms",
+    "benchmark_wave_share",
 )
 BOUNDS: dict[str, tuple[float, float]] = {
     "eta_mem": (0.3, 1.0),
@@ -37,6 +41,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "allreduce_latency_us": (1.0, 100.0),
     "step_overhead_ms": (0.0, 20.0),
     "prefill_overhead_ms": (0.0, 20.0),
+    "step_per_seq_us": (0.0, 200.0),
+    "request_overhead_ms": (0.0, 500.0),
+    "benchmark_wave_share": (0.0, 1.0),
 }
 # Width of the prior that pulls a GPU-family override towards the default (natural units).
 FAMILY_PRIOR_SCALE: dict[str, float] = {
@@ -47,6 +54,9 @@ FAMILY_PRIOR_SCALE: dict[str, float] = {
     "allreduce_latency_us": 10.0,
     "step_overhead_ms": 1.0,
     "prefill_overhead_ms": 2.0,
+    "step_per_seq_us": 20.0,
+    "request_overhead_ms": 50.0,
+    "benchmark_wave_share": 0.2,
 }
 
 
@@ -69,13 +79,13 @@ LOSS = "soft_l1"
 LOSS_SCALE = 0.25
 
 
-# Closed-loop TTFTs (the aic rows) are scored, not fitted: measured they are nearly flat in
-# the concurrency (Llama-3.1-8B on one H100, TensorRT-LLM, 1024 in: 191/144/128/177 ms at
-# C = 8/16/32/64), which neither timing of CLOSED_LOOP_TIMING reproduces (waves grow
-# linearly in C, the steady state stays at one prefill). Fitted anyway, they drive vLLM's
-# eta_compute_prefill to its bound 1.0 and the prefill overhead to 0 (an unphysical prefill
-# that plans would inherit) and raise the throughput error from 11% to 16% in-sample.
-FIT_CLOSED_LOOP_TTFT = False
+# Closed-loop TTFTs (the aic rows) are fitted since #10 gave them a timing that can follow
+# them (prediction.closed_loop_benchmark_ms: a share of wave arrivals plus the steady state
+# and a per-request latency). Before, neither waves (growing linearly in C) nor the steady
+# state (one prefill) reproduced TTFTs nearly flat in C (Llama-3.1-8B on one H100,
+# TensorRT-LLM, 1024 in: 191/144/128/177 ms at C = 8/16/32/64), and fitting them drove
+# vLLM's eta_compute_prefill to its bound.
+FIT_CLOSED_LOOP_TTFT = True
 
 
 def least_squares_fit(

@@ -34,6 +34,23 @@ BASE_EFFICIENCY = Efficiency(
     prefill_overhead_ms=5.0,
     mem_util=0.9,
     runtime_reserve_gb=0.0,
+    # issue #10: ~10 us of sampling/scheduling per sequence a step; ~50 ms per request of
+    # HTTP, tokenisation and admission; a benchmark of 10 requests per client (InferenceX's
+    # num_prompts = 10 x concurrency) sends 1/10 of them in its first, synchronised round
+    step_per_seq_us=10.0,
+    request_overhead_ms=50.0,
+    benchmark_wave_share=0.1,
+)
+# The constants a server engine's GPU-family override may change (the benchmark's wave
+# share and the per-request latency are the engine's and the benchmark's, not the GPU's).
+SERVER_FAMILY_PARAMS: tuple[str, ...] = (
+    "eta_mem",
+    "eta_compute_decode",
+    "eta_compute_prefill",
+    "allreduce_latency_us",
+    "step_overhead_ms",
+    "prefill_overhead_ms",
+    "step_per_seq_us",
 )
 
 # How each engine budgets memory (not fitted; the engines' documented defaults):
@@ -98,8 +115,10 @@ _THROUGHPUT_NOTE = (
 )
 _AIC_NOTE = (
     "The aic rows (data/calibration/aic_silicon_public.csv, SOURCES.md section 10) are closed "
-    "loops at concurrency C with fixed ISL/OSL, predicted as waves of C requests that start "
-    "and finish together (calibration.prediction.CLOSED_LOOP_TIMING); their throughput is "
+    "loops at concurrency C with fixed ISL/OSL, predicted as a fitted share of requests "
+    "arriving together (the clients' first round, a wave) and the rest in the steady state, "
+    "each with a fitted per-request latency (calibration.prediction.closed_loop_benchmark_ms);"
+    " their throughput is "
     "derived from the measured TTFT and TPOT (Little's law), so it is not an independent "
     "check. Rows with expert parallelism, attention DP, disaggregation or models outside the "
     "catalog are not fitted."
@@ -113,6 +132,7 @@ RECIPES: dict[str, Recipe] = {
         ("vllm",),
         families=_SERVER_FAMILIES,
         min_family_rows=20,
+        family_params=SERVER_FAMILY_PARAMS,
         base_prior_weight=0.2,
         caveats=(
             "Caveats: fitted on vLLM rows only: the aic set's vLLM 0.12-0.19 closed loops on "
@@ -132,6 +152,7 @@ RECIPES: dict[str, Recipe] = {
         ("sglang",),
         families=_SERVER_FAMILIES,
         min_family_rows=20,
+        family_params=SERVER_FAMILY_PARAMS,
         base_prior_weight=0.2,
         caveats=(
             "Caveats: fitted on the aic set's SGLang rows only (0.5.x, H100/H200/B200/B300; "
@@ -145,6 +166,7 @@ RECIPES: dict[str, Recipe] = {
         ("trtllm",),
         families=_SERVER_FAMILIES,
         min_family_rows=20,
+        family_params=SERVER_FAMILY_PARAMS,
         base_prior_weight=0.2,
         caveats=(
             "Caveats: fitted on TensorRT-LLM rows: the aic set's 1.0-1.3 closed loops (mostly "
@@ -159,6 +181,7 @@ RECIPES: dict[str, Recipe] = {
         ("llamacpp",),
         families=("ada", "ampere", "hopper"),
         min_family_rows=3,
+        params=FIT_PARAMS[:6],  # batch-1 rows without serving: none of #10's three terms
         family_params=("eta_mem", "step_overhead_ms"),
         caveats=(
             "Caveats: llama-bench of May 2024 (llama.cpp commit not stated) on RunPod, batch "
@@ -281,7 +304,8 @@ def describe_fit(
         f"{id_ranges(ids)}; aic row_id = {AIC_ROW_OFFSET} + its line in the CSV). "
         f"Least squares (scipy.optimize.least_squares) on log(predicted/measured) of TPOT, "
         f"TTFT, throughput and end-to-end latency, rows weighted 1/sqrt(rows of their "
-        f"source), constants bounded (eta 0.3-1, allreduce 1-100 us, overheads 0-20 ms)"
+        f"source), constants bounded (eta 0.3-1, allreduce 1-100 us, overheads 0-20 ms, "
+        f"per-sequence step cost 0-200 us, per-request latency 0-500 ms, wave share 0-1)"
         + (
             f"; default pooled towards the '{recipe.prior}' fit (same rows filter) with a "
             f"Gaussian prior"

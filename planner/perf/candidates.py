@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from planner.perf import columns
+from planner.perf import collectives, columns
 from planner.perf.layout import LAYOUT_COLUMNS, InvalidLayout, check_layout, layout_columns, layouts
 from planner.perf.speculative import MODES, OFF, SpecOption
 from planner.schema.engine import Efficiency, EngineProfile
@@ -187,7 +187,8 @@ def _resolved_row(
         "memory_bytes": gpu.memory_bytes,
         "peak_flops": gpu.dense_tflops[dtype] * 1e12,  # type: ignore[index]
         "peak_flops_attention": _attention_peak(gpu, dtype) * 1e12,
-        "link_bytes_per_s": gpu.scaleup_link_gb_per_s * 1e9,
+        "link_bytes_per_s": collectives.link_bandwidth_bytes_per_s(gpu, key["tp"]),
+        "link_hop_latency_us": collectives.HOP_LATENCY_US[collectives.link_kind(gpu)],
         "weight_bytes_per_param": quant.weight_bytes_per_param,
         "embedding_bytes_per_param": quant.embedding_bytes_per_param,
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else np.nan,

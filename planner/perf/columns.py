@@ -74,7 +74,8 @@ GRID_COLUMNS = _stage(
         ("memory_bytes", "B", FLOAT, "memory capacity per GPU"),
         ("peak_flops", "FLOP/s", FLOAT, "dense peak per GPU at compute_dtype"),
         ("peak_flops_attention", "FLOP/s", FLOAT, "dense peak per GPU for attention (16-bit)"),
-        ("link_bytes_per_s", "B/s", FLOAT, "scale-up link bandwidth per GPU"),
+        ("link_bytes_per_s", "B/s", FLOAT, "scale-up bandwidth per GPU at this TP degree"),
+        ("link_hop_latency_us", "us", FLOAT, "ring all-reduce latency per hop (#10)"),
         ("weight_bytes_per_param", "B/param", FLOAT, "bytes per block weight at this quant"),
         ("embedding_bytes_per_param", "B/param", FLOAT, "bytes per embedding/LM-head weight"),
         ("price_usd_per_gpu_hour", "$/GPU-h", FLOAT, "price per GPU-hour used (NaN: none)"),
@@ -94,6 +95,10 @@ GRID_COLUMNS = _stage(
         # disaggregated prefill/decode (issue #11)
         ("role", "name", ID, "aggregated, or the prefill or decode pool of a disaggregated fleet"),
         ("scaleout_link_bytes_per_s", "B/s", FLOAT, "scale-out NIC per GPU (NaN: not sourced)"),
+        # issue #10 (fidelity): per-sequence decode cost, per-request TTFT latency
+        ("eff_step_per_seq_us", "us", FLOAT, "engine: decode step cost per sequence"),
+        ("eff_request_overhead_ms", "ms", FLOAT, "engine: per-request latency in TTFT"),
+        ("eff_benchmark_wave_share", "fraction", FLOAT, "engine: calibration only"),
         ("batch", "sequences", INT, "sequences per replica: the engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT, "which request shape of the grid spec"),
         ("input_len", "tokens", INT, "prompt tokens per request"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from planner.perf import columns, disagg
+from planner.perf import collectives, columns, disagg
 from planner.perf import memory as mem
 from planner.perf import parallel as par
 from planner.perf import queueing as q
@@ -24,6 +24,13 @@ GB = 1e9
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray:
     return df[name].to_numpy(dtype=float)
+
+
+def collective_alpha_s(df: pd.DataFrame) -> np.ndarray:
+    """Per-collective latency (s): the engine's base plus the ring hops of the link (#10)."""
+    return collectives.allreduce_latency_s(
+        _col(df, "tp"), _col(df, "eff_allreduce_latency_us"), _col(df, "link_hop_latency_us")
+    )
 
 
 def _bound(t_memory: np.ndarray, t_compute: np.ndarray) -> pd.Categorical:
@@ -68,6 +75,41 @@ def flops_prefill_per_request(
         2.0 * body * sp.new_prefill_tokens(input_len, cached)
         + 2.0 * head
         + 4.0 * model.num_attention_heads * (model.head_dim * pairs)
+    )
+
+
+def attention_flops_prefill(
+    model: Model, input_len: np.ndarray, cached: np.ndarray | float = 0.0
+) -> np.ndarray:
+    """The causal-attention part of `flops_prefill_per_request`: 4 h d_h x the query-key
+    pairs of the new tokens (all I when nothing is cached)."""
+    window = model.sliding_window.window if model.sliding_window else 0
+    pairs = sp.attention_pairs_after_prefix(
+        input_len, cached, model.n_global_layers, model.n_sliding_layers, window
+    )
+    return 4.0 * model.num_attention_heads * (model.head_dim * pairs)
+
+
+def prefill_compute_s(
+    model: Model,
+    df: pd.DataFrame,
+    input_len: np.ndarray,
+    prompts: np.ndarray | float = 1.0,
+    cached: np.ndarray | float = 0.0,
+    attention_ranks: np.ndarray | float = 1.0,
+) -> np.ndarray:
+    """Compute time of `prompts` prefills of `input_len` tokens (`cached` of them from the
+    prefix cache) per GPU: the GEMMs at the quant's peak split over the layout (`sharding`),
+    attention (FlashAttention in 16-bit whatever the weights, #10) at the 16-bit peak over
+    tp x `attention_ranks` x pp, both at the prefill efficiency."""
+    eta = _col(df, "eff_eta_compute_prefill")
+    attn = prompts * attention_flops_prefill(model, input_len, cached)
+    gemm = prompts * flops_prefill_per_request(model, input_len, cached) - attn
+    new = prompts * sp.new_prefill_tokens(input_len, cached)
+    gemm = sh.split_flops(model, df, gemm, new, attention_ranks + 0.0 * new)
+    attn = attn / (_col(df, "tp") * attention_ranks * _col(df, "pp"))
+    return rf.latency_compute(gemm, _col(df, "peak_flops"), eta) + rf.latency_compute(
+        attn, _col(df, "peak_flops_attention"), eta
     )
 
 
@@ -164,10 +206,12 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
         rank_tokens,
         model.hidden_size,
         _col(df, "link_bytes_per_s"),
-        _col(df, "eff_allreduce_latency_us") * 1e-6,
+        collective_alpha_s(df),
     )
     t_a2a = sh.alltoall_s(model, df, micro_tokens / sh.width(df))
-    t_oh = _col(df, "eff_step_overhead_ms") * 1e-3
+    # fixed cost per step plus a cost per sequence in the batch (sampling, scheduling, #10)
+    per_seq = _col(df, "eff_step_per_seq_us") * 1e-6  # a stage steps one micro-batch
+    t_oh = _col(df, "eff_step_overhead_ms") * 1e-3 + micro * per_seq
     stage = np.maximum(t_w, t_gemm) + np.maximum(t_kv, t_attn) + t_ar + t_a2a + t_oh
     p2p_bw, p2p_lat = sh.p2p_link(df)
     t_p2p = np.where(pp > 1, par.latency_p2p(rank_tokens, model.hidden_size, p2p_bw, p2p_lat), 0.0)
@@ -230,7 +274,7 @@ def _draft_step(model: Model, df: pd.DataFrame, out: dict) -> np.ndarray:
         batch,
         model.hidden_size,
         _col(df, "link_bytes_per_s"),
-        _col(df, "eff_allreduce_latency_us") * 1e-6,
+        collective_alpha_s(df),
     )
     return np.maximum(t_w, t_c) + t_kv + t_comm + _col(df, "eff_step_overhead_ms") * 1e-3
 
@@ -257,7 +301,8 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     """Prefill of one request, alone (its TTFT on an idle replica) and as its share of the
     chunked prefill passes of a busy replica (what it costs the decode loop).
 
-    Alone: max(FLOPs / (F eta_pf), W / (BW eta_mem)) + all-reduces + overhead.
+    Alone: max(FLOPs / (F eta_pf), W / (BW eta_mem)) + all-reduces + overhead, attention's
+    FLOPs at the 16-bit peak (`prefill_compute_s`).
     Shared: the prompt rides in passes of C = min(chunk, B I) tokens (the engine's chunk), so
     the weight read, collective latencies and fixed overhead of a pass are split over C tokens:
     max(FLOPs / (F eta_pf), W / (BW eta_mem) * I / C) + payload + (alpha + overhead) * I / C.
@@ -268,21 +313,17 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     tp, i_len, batch = _col(df, "tp"), _col(df, "input_len"), _col(df, "batch")
     pp, dp, width = _col(df, "pp"), _col(df, "dp_attention"), sh.width(df)
     cached = _col(df, "prefix_cached_tokens")  # issue #11: prefill computes I - P tokens
-    whole = flops_prefill_per_request(model, i_len, cached)
+    t_c = prefill_compute_s(model, df, i_len, 1.0, cached, 1.0)
+    t_c_shared = prefill_compute_s(model, df, i_len, 1.0, cached, dp)
     i_len = sp.new_prefill_tokens(i_len, cached)
-    flops = sh.split_flops(model, df, whole, i_len, 1.0 + 0.0 * dp)
-    flops_shared = sh.split_flops(model, df, whole, i_len, dp)
     chunk = np.minimum(_col(df, "eff_prefill_chunk_tokens"), batch * i_len)
     share = i_len / chunk  # passes this prompt accounts for: 1/B when B prompts share one
-    eta_pf = _col(df, "eff_eta_compute_prefill")
-    t_c = rf.latency_compute(flops, _col(df, "peak_flops"), eta_pf)
-    t_c_shared = rf.latency_compute(flops_shared, _col(df, "peak_flops"), eta_pf)
     bw, eta_mem = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")
     w_alone = sh.step_weights_per_gpu(model, df, bytes_weights_per_step(model, df, i_len), i_len)
     w_pass = sh.step_weights_per_gpu(model, df, bytes_weights_per_step(model, df, chunk), chunk)
     t_m = rf.latency_memory(w_alone, bw, eta_mem)
     t_m_pass = rf.latency_memory(w_pass, bw, eta_mem)
-    link, alpha = _col(df, "link_bytes_per_s"), _col(df, "eff_allreduce_latency_us") * 1e-6
+    link, alpha = _col(df, "link_bytes_per_s"), collective_alpha_s(df)
     d, ar_layers = model.hidden_size, sh.allreduce_layers(model, df)
     t_comm = ar_layers * rf.latency_allreduce(tp, 1, i_len, d, link, alpha)
     t_comm = t_comm + sh.alltoall_s(model, df, i_len / tp)
@@ -312,7 +353,8 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
     tpot = rf.tpot_with_prefill(step, batch, o_len, t_share)
     load = utilisation * rate
     cycle = out.get("_cycle_s", step)  # one whole decode step (verify + drafts, issue #11)
-    ttft_idle = t_pf + cycle / 2.0  # an idle replica starts the prefill at the next step
+    # an idle replica starts the prefill at the next step; plus the per-request latency (#10)
+    ttft_idle = t_pf + cycle / 2.0 + _col(df, "eff_request_overhead_ms") * 1e-3
     if statistic == "none":
         wait = np.zeros_like(rate)
     else:

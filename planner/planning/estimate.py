@@ -187,8 +187,8 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.
     bench_serving): b = min(C, max_num_seqs, what memory holds) sequences decode at once;
     throughput R = b / (O step(b) + b t_pf) (Little's law over the batch); TTFT = the
     prefill on the replica + the prefills of the other b - 1 ahead of it (M/D/1) + the
-    wait of requests beyond b for a free sequence slot, (C - b) / R. TPOT and throughput
-    are at batch b."""
+    wait of requests beyond b for a free sequence slot, (C - b) / R. TPOT is at batch b;
+    throughput is min(R, C / (TTFT + (O - 1) TPOT)) O (clients wait out their TTFT)."""
     seqs, held = _in_flight_cap(req, catalog)
     b = max(min(concurrency, seqs, held), 1)
     row = _row(req, catalog, b, "none")
@@ -197,6 +197,10 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.
     others = rate * (b - 1) / b  # the prefills of the other b - 1 in-flight clients
     wait = float(q.wait_for_prefill(others, share, req.statistic)) + max(concurrency - b, 0) / rate
     row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + wait * 1e3
+    # Little's law over the clients: each is idle for its request's per-request latency
+    life_s = (float(row["ttft_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])) * 1e-3
+    rate = min(rate, concurrency / life_s)
+    row["throughput_tok_s"] = rate * req.output_len
     row["capacity_requests_per_s"] = rate
     return _with_load(row, "concurrency", concurrency, b, seqs)
 

@@ -67,6 +67,25 @@ class Efficiency(Strict):
         le=1_048_576,
         description="tokens per chunked-prefill pass (max_num_batched_tokens)",
     )
+    # --- issue #10 (fidelity): per-sequence step cost, per-request latency, benchmark waves
+    step_per_seq_us: Annotated[
+        float,
+        _up_to(10_000, "us"),
+        Field(description="decode step cost per sequence in the batch (sampling, scheduling)"),
+    ] = 0.0
+    request_overhead_ms: Annotated[
+        float,
+        _up_to(10_000, "ms"),
+        Field(description="per-request latency in TTFT (HTTP, tokenisation, admission)"),
+    ] = 0.0
+    benchmark_wave_share: Annotated[
+        float,
+        between(0, 1),
+        Field(
+            description="share of a closed-loop benchmark's requests that arrive together "
+            "(its first round); calibration only, plans use the steady state"
+        ),
+    ] = 0.0
 
 
 class EngineProfile(Strict):

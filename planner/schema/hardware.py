@@ -86,6 +86,18 @@ class Gpu(Strict):
     scaleout_spec: Provenance | None = Field(
         default=None, description="where the scale-out figures come from"
     )
+    # issue #10: a fully connected fabric (one link per peer) instead of a switch
+    scaleup_mesh_peers: (
+        Annotated[
+            int,
+            whole(1, limits.MAX_DOMAIN_GPUS, unit="peers"),
+            Field(
+                description="direct links to this many peers, each 1/peers of the bandwidth "
+                "(MI300X Infinity Fabric: 7); absent for a switched fabric (NVSwitch)"
+            ),
+        ]
+        | None
+    ) = None
     tdp_w: Annotated[float, between(0, limits.MAX_WATTS, unit="W", low_open=True)] | None = None
     spec: Provenance
     prices: tuple[GpuPrice, ...] = ()
