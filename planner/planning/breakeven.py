@@ -392,6 +392,6 @@ def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:
         return ()
     return (
         f"{cost.stopped} of {len(cost.cache)} break-even plans over time stopped at the "
-        f"{cost.options.time_limit_s:g} s time limit: their cost is the best plan found, "
-        "not proven optimal (raise solver.time_limit_s)",
+        f"solver's limit ({cost.options.max_nodes} nodes or {cost.options.time_limit_s:g} s): "
+        "their cost is the best plan found, not proven optimal (raise solver.max_nodes)",
     )
