@@ -55,10 +55,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="three small rungs only")
     parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--gap", type=float, default=0.01, help="relative gap to stop at")
     args = parser.parse_args()
-    options = SolverOptions("highs", args.time_limit)
+    options = SolverOptions("highs", args.time_limit, relative_gap=args.gap)
     unit = numpy_baseline()
     print(f'baseline: python -c "import numpy" = {unit:.3f} CPU s (ratios below are x this)')
+    print(f"solver: {options}")
     print("| classes x months x GPUs | columns x rows | CPU s | x baseline | status | gap | cost |")
     print("|---|---|---|---|---|---|---|")
     for c, m, g in QUICK if args.quick else RUNGS:
