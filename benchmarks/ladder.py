@@ -56,6 +56,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="three small rungs only")
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--gap", type=float, default=0.01, help="relative gap to stop at")
+    parser.add_argument("--rungs", help="e.g. 1x12x17,5x36x24 (classes x months x GPU types)")
     args = parser.parse_args()
     options = SolverOptions("highs", args.time_limit, relative_gap=args.gap)
     unit = numpy_baseline()
@@ -63,7 +64,10 @@ def main() -> None:
     print(f"solver: {options}")
     print("| classes x months x GPUs | columns x rows | CPU s | x baseline | status | gap | cost |")
     print("|---|---|---|---|---|---|---|")
-    for c, m, g in QUICK if args.quick else RUNGS:
+    chosen = QUICK if args.quick else RUNGS
+    if args.rungs:
+        chosen = [tuple(int(v) for v in r.split("x")) for r in args.rungs.split(",")]
+    for c, m, g in chosen:
         size, shape, cpu, status, gap, cost = rung(c, m, g, options)
         ratio = f"{float(cpu) / unit:.0f}"
         print(f"| {size} | {shape} | {cpu} | {ratio} | {status} | {gap} | {cost} |", flush=True)
