@@ -40,6 +40,7 @@ def test_array_models_pass_the_node_limit_and_a_fixed_seed_to_highs():
     h = _Recorder()
     solver._highs_options(h, SolverOptions(max_nodes=123))
     assert h.options["mip_max_nodes"] == 123 and h.options["random_seed"] == 0
+    assert h.options["mip_heuristic_run_feasibility_jump"] is False  # 14 ms a MIP otherwise
 
 
 @pytest.mark.parametrize(("backend", "key"), [("highs", "mip_max_nodes"), ("cbc", "maxNodes")])
