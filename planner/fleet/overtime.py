@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.errors import SolverError
+from planner.fleet.decompose import column_blocks, solve_by_blocks
 from planner.fleet.solver import Model, Outcome, SolverOptions, solve
 
 
@@ -377,14 +378,18 @@ NEIGHBOURHOOD_NODES = 500  # work limit of the rounding sub-problem (determinist
 
 
 def _rounded_start(
-    problem: TimeProblem, model: Model, lay: TimeLayout, options: SolverOptions
+    problem: TimeProblem,
+    model: Model,
+    lay: TimeLayout,
+    options: SolverOptions,
+    lp: Outcome | None = None,
 ) -> tuple[np.ndarray | None, float]:
     """A plan rounded from the LP relaxation, and the LP's optimum (a bound on any plan).
 
     Held GPUs are fixed at the LP's, rounded; every replica count may move within [floor,
     ceil + 1] of its LP value; that neighbourhood is solved under a node limit, and the held
     counts are then re-chosen for the replicas found."""
-    lp = solve(model.relaxed(), options)
+    lp = lp or solve(model.relaxed(), options)
     if lp.status != "optimal" or lp.values is None:
         return None, -math.inf
     v = lp.values
@@ -402,6 +407,33 @@ def _rounded_start(
     x = found.values.copy()
     _hold(problem, lay, np.rint(x[lay.replicas]), x)
     return (x if _within(model, x) else found.values), lp.objective
+
+
+PERIOD_NODES = 1  # work limit of each period's MIP in the split plan (deterministic)
+SPLIT_COLUMNS = 20_000  # below this the whole MIP closes fast (README, "Speed"): no split
+
+
+def _period_start(
+    problem: TimeProblem, model: Model, lay: TimeLayout, lp: Outcome, options: SolverOptions
+) -> np.ndarray | None:
+    """The held GPUs at the LP's, rounded, and every period then solved on its own
+    (`fleet.decompose`): with the held counts fixed nothing couples two periods."""
+    if model.n_cols < SPLIT_COLUMNS or lp.status != "optimal" or lp.values is None:
+        return None
+    held = np.array([*lay.reserved.values(), *lay.owned.values()], dtype=int)
+    fixed = lp.values.copy()  # held GPUs rounded; replicas rounded up: each period's start
+    fixed[held] = np.clip(np.rint(lp.values[held]), model.lower[held], model.upper[held])
+    for idx in (lay.replicas, lay.spot_replicas):
+        fixed[idx] = np.minimum(np.ceil(lp.values[idx] - 1e-9), model.upper[idx])
+    gpu, tp = np.array(problem.gpu), np.array(problem.tp, float)
+    for g, cols in lay.on_demand.items():
+        used = (tp[gpu == g, None] * fixed[lay.replicas[gpu == g]]).sum(axis=0)
+        mine = [c for c in (lay.reserved.get(g), lay.owned.get(g)) if c is not None]
+        fixed[cols] = np.maximum(used - fixed[mine].sum(), 0.0)
+    periods = [lay.replicas, lay.load, lay.spot_replicas, lay.spot_load, *lay.on_demand.values()]
+    block = column_blocks(model, periods)
+    x = solve_by_blocks(model, block, fixed, replace(options, max_nodes=PERIOD_NODES))
+    return x if x is not None and _within(model, x) else None
 
 
 def _better(model: Model, *points: np.ndarray | None) -> np.ndarray | None:
@@ -449,8 +481,14 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
     """Solve the fleet over time; the status says optimal, time_limit (with the gap to the
     solver's own bound), or infeasible."""
     model, lay = build_time_model(problem)
-    rounded, lp_bound = _rounded_start(problem, model, lay, options)
-    start = _better(model, _warm_start(problem, model, lay, options), rounded)
+    lp = solve(model.relaxed(), options)
+    by_period = _period_start(problem, model, lay, lp, options)  # issue 16
+    start: np.ndarray | None
+    if by_period is not None and _closed(model, by_period, lp.objective, options):
+        start, lp_bound = by_period, lp.objective
+    else:
+        rounded, lp_bound = _rounded_start(problem, model, lay, options, lp)
+        start = _better(model, _warm_start(problem, model, lay, options), rounded, by_period)
     if start is not None and _closed(model, start, lp_bound, options):
         outcome = Outcome("optimal", 0.0, start, float(model.cost @ start), lp_bound)
     else:

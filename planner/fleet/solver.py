@@ -31,6 +31,12 @@ if TYPE_CHECKING:  # pulp is imported where a PuLP model is solved, not with thi
 Backend = Literal["cbc", "highs"]
 Status = Literal["optimal", "time_limit", "infeasible", "none"]
 BACKENDS: tuple[Backend, ...] = ("highs", "cbc")
+DEFAULT_MAX_NODES = 20_000  # branch-and-bound nodes a MIP may explore before it stops
+# HiGHS's feasibility-jump heuristic costs about 14 ms of CPU on every MIP however small
+# (a 2-variable MIP: 15 ms with it, 1 ms without, HiGHS 1.16), off for array models (the split
+# plan over time solves hundreds); the PuLP models keep it, so equal-cost ties (and the
+# golden plans) stay as they were
+_HIGHS_MIP = {"mip_heuristic_run_feasibility_jump": False}
 
 
 @dataclass(frozen=True)
@@ -38,14 +44,16 @@ class SolverOptions:
     """How every solve of one plan runs: backend, wall-clock limit, relative gap, threads."""
 
     backend: Backend = "highs"
-    time_limit_s: float = 5.0
+    # a safety net only: the node limit below stops a long search first, the same way on any
+    # machine; a solve the clock stops says so (Outcome.limit)
+    time_limit_s: float = 60.0
     # stop once the incumbent is within this of the best bound: HiGHS's own default, so a
     # reported "optimal" means within 0.01% of the proven bound on either backend
     relative_gap: float = 1e-4
     threads: int = 1
-    # a deterministic work limit: branch-and-bound nodes of an array model (None: no limit);
-    # unlike the wall-clock limit, the same model stops at the same plan on any machine
-    max_nodes: int | None = None
+    # the deterministic work limit (issue 16): branch-and-bound nodes of every MIP, on both
+    # backends; unlike the wall-clock limit, the same model stops at the same plan anywhere
+    max_nodes: int | None = DEFAULT_MAX_NODES
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -56,11 +64,13 @@ class SolverOptions:
             raise InputError(f"solver.relative_gap: must be in [0, 1), got {self.relative_gap}")
         if self.threads < 1:
             raise InputError(f"solver.threads: must be at least 1, got {self.threads}")
+        if self.max_nodes is not None and self.max_nodes < 1:
+            raise InputError(f"solver.max_nodes: must be at least 1, got {self.max_nodes}")
 
     @classmethod
     def of(cls, settings: Solver) -> SolverOptions:
         """The options a scenario's `solver:` section asks for."""
-        return cls(**settings.model_dump())  # max_nodes stays unlimited: solve to the gap
+        return cls(**settings.model_dump())
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,7 @@ class Outcome:
     values: np.ndarray | None = None
     objective: float = math.nan
     bound: float = math.nan
+    limit: Literal["", "nodes", "clock"] = ""  # what stopped a solve short of its gap
 
 
 def _backend(options: SolverOptions) -> pulp.LpSolver:
@@ -116,8 +127,9 @@ def _backend(options: SolverOptions) -> pulp.LpSolver:
     if options.backend == "highs":
         if not pulp.HiGHS().available():
             raise SolverError("the HiGHS solver is not available: pip install highspy")
-        return pulp.HiGHS(**common)
-    return pulp.PULP_CBC_CMD(**common)
+        nodes = {} if options.max_nodes is None else {"mip_max_nodes": int(options.max_nodes)}
+        return pulp.HiGHS(**common, random_seed=0, **nodes)
+    return pulp.PULP_CBC_CMD(**common, maxNodes=options.max_nodes)
 
 
 @contextlib.contextmanager
@@ -154,13 +166,36 @@ def solve(lp: pulp.LpProblem | Model, options: SolverOptions) -> Outcome:
             lp.solve(solver)
     except pulp.PulpSolverError as exc:
         raise SolverError(f"the {options.backend} solver failed: {exc}") from None
+    except KeyError:  # PuLP's HiGHS maps no status for a node limit (kSolutionLimit)
+        _assign_stopped(lp)
     seconds = time.perf_counter() - start
     status = _status(lp)
     if status == "infeasible" and seconds >= options.time_limit_s:
         # stopped by the clock, "infeasible" proves nothing (CBC under a 1 ms limit said so
         # about one run in twelve): no plan, not an infeasible scenario
         status = "none"
-    return Outcome(status, seconds)
+    return Outcome(status, seconds, limit=_limit(status, seconds, options))
+
+
+def _limit(status: Status, seconds: float, options: SolverOptions) -> Literal["", "nodes", "clock"]:
+    """Which limit ended a solve that did not prove its gap: the clock when the time is up,
+    else the node limit."""
+    if status in ("optimal", "infeasible"):
+        return ""
+    return "clock" if seconds >= options.time_limit_s else "nodes"
+
+
+def _assign_stopped(lp: pulp.LpProblem) -> None:
+    """Give a PuLP model HiGHS stopped at its node limit the status of any stopped solve:
+    its incumbent (PuLP has read the values already) or no solution."""
+    import highspy
+    import pulp
+
+    found = _highs_status(lp.solverModel, highspy)
+    if found == "time_limit":
+        lp.assignStatus(pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible)
+    else:
+        lp.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
 
 
 def _status(lp: pulp.LpProblem) -> Status:
@@ -206,12 +241,13 @@ def _solve_model(model: Model, options: SolverOptions) -> Outcome:
     seconds = time.perf_counter() - start
     info = h.getInfo()
     status = _highs_status(h, highspy)
+    limit = _limit(status, seconds, options)
     if status in ("infeasible", "none"):
-        return Outcome(status, seconds)
+        return Outcome(status, seconds, limit=limit)
     values = np.asarray(h.getSolution().col_value, dtype=float)
     objective = float(info.objective_function_value)
     bound = float(info.mip_dual_bound) if model.integer.any() else objective
-    return Outcome(status, seconds, values, objective, min(bound, objective))
+    return Outcome(status, seconds, values, objective, min(bound, objective), limit)
 
 
 def _highs_options(h: object, options: SolverOptions) -> None:
@@ -223,6 +259,7 @@ def _highs_options(h: object, options: SolverOptions) -> None:
         ("mip_rel_gap", float(options.relative_gap)),
         ("threads", int(options.threads)),
         ("random_seed", 0),
+        *_HIGHS_MIP.items(),
     ):
         h.setOptionValue(name, setting)  # type: ignore[attr-defined]
     if options.max_nodes is not None:
@@ -303,4 +340,4 @@ def _solve_model_cbc(model: Model, options: SolverOptions) -> Outcome:
     values = np.array([c.varValue or 0.0 for c in cols])
     objective = float(model.cost @ values)
     bound = objective if outcome.status == "optimal" else math.nan
-    return Outcome(outcome.status, outcome.seconds, values, objective, bound)
+    return Outcome(outcome.status, outcome.seconds, values, objective, bound, outcome.limit)

@@ -6,6 +6,8 @@ with the columns of `columns.MODEL_COLUMNS` added, built by that declaration.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -413,6 +415,34 @@ def evaluate(
     if grid.empty:
         return pd.concat([grid, columns.empty(columns.MODEL_COLUMNS)], axis=1)
     outputs = columns.frame(
-        evaluate_arrays(model, grid, utilisation, statistic), columns.MODEL_COLUMNS
+        _chunked(model, grid.reset_index(drop=True), utilisation, statistic),
+        columns.MODEL_COLUMNS,
     )
     return pd.concat([grid.reset_index(drop=True), outputs], axis=1)
+
+
+CHUNK_ROWS = 262_144  # issue 16: rows evaluated at once, so intermediates stay bounded
+
+
+def _chunked(
+    model: Model, grid: pd.DataFrame, utilisation: float, statistic: str
+) -> dict[str, np.ndarray]:
+    """`evaluate_arrays` over slices of the grid (every formula is row by row), written into
+    one array per output: the temporaries of a sweep of millions of rows are a slice's."""
+    if len(grid) <= CHUNK_ROWS:
+        return evaluate_arrays(model, grid, utilisation, statistic)
+    out: dict[str, np.ndarray] = {}
+    for start in range(0, len(grid), CHUNK_ROWS):
+        part = evaluate_arrays(model, grid.iloc[start : start + CHUNK_ROWS], utilisation, statistic)
+        for name, values in part.items():
+            if name not in out:
+                out[name] = _like(values, len(grid))
+            out[name][start : start + len(values)] = values
+    return out
+
+
+def _like(values: np.ndarray | pd.Categorical, n: int) -> Any:
+    """An unfilled column of `n` rows like a chunk's (a categorical keeps its categories)."""
+    if isinstance(values, pd.Categorical):
+        return pd.Categorical.from_codes(np.zeros(n, dtype=values.codes.dtype), values.categories)
+    return np.empty(n, dtype=np.asarray(values).dtype)

@@ -95,6 +95,16 @@ class SelfCost:
             return None
         return self.cache[lo]
 
+    def lower_slope(self) -> float:
+        """$/h per unit of scale that no fleet can beat (issue 16: an exact shortcut, no
+        solve): without integrality, the redundancy floor and the inventory, the LP splits by
+        class, each on its cheapest candidate per request/s, and is linear in the scale."""
+        p = self.problem
+        with np.errstate(divide="ignore"):
+            per_request = np.where(p.capacity > 0, p.cost_per_hour[:, None] / p.capacity, np.inf)
+        cheapest = per_request.min(axis=0, initial=np.inf)
+        return float(np.dot(p.demand, cheapest)) if len(p.demand) else 0.0
+
     def fill(self, scales: np.ndarray) -> None:
         """Costs at many scales from a handful of solves: the ends first, then halves of
         the range until each part is one flat step (or two neighbouring scales)."""
@@ -215,17 +225,22 @@ def break_even_scale(
     at c / slope, which is exact; bisect only where the crossing sits on a step's edge.
     """
     slope = api_per_hour_at_1 * average_factor
+    if slope < self_cost.lower_slope() * (1 - 1e-9):  # the line stays below every fleet
+        return None
 
     def gap(scale: float) -> float:
         return self_cost(scale) - slope * scale
 
-    previous = None
+    previous, skip_to = None, 0.0
     for scale in SCALES:
+        if scale < skip_to:  # below cost(previous) / slope: no crossing, no solve
+            previous = float(scale)
+            continue
         if gap(scale) <= 0:
             if previous is None:
                 return float(scale)
             return _refine(self_cost, slope, previous, float(scale), rel_tol)
-        previous = float(scale)
+        previous, skip_to = float(scale), self_cost(scale) / slope
     return None
 
 
@@ -455,6 +470,6 @@ def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:
         return ()
     return (
         f"{cost.stopped} of {len(cost.cache)} break-even plans over time stopped at the "
-        f"{cost.options.time_limit_s:g} s time limit: their cost is the best plan found, "
-        "not proven optimal (raise solver.time_limit_s)",
+        f"solver's limit ({cost.options.max_nodes} nodes or {cost.options.time_limit_s:g} s): "
+        "their cost is the best plan found, not proven optimal (raise solver.max_nodes)",
     )

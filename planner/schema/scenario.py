@@ -330,10 +330,12 @@ class Solver(Strict):
 
     backend: Literal["cbc", "highs"] = "highs"
     time_limit_s: Annotated[float, between(0, limits.MAX_TIME_LIMIT_S, unit="s", low_open=True)] = (
-        5.0
+        60.0  # issue 16: a safety net; max_nodes is the limit that binds, the same everywhere
     )
     relative_gap: Annotated[float, between(0, 1, high_open=True)] = 1e-4
     threads: Annotated[int, whole(0, 256, low_open=True)] = 1
+    # issue 16: deterministic work limit, branch-and-bound nodes of each MIP
+    max_nodes: Annotated[int, whole(0, 100_000_000, low_open=True)] = 20_000
 
 
 class Scenario(Strict):

@@ -1,0 +1,77 @@
+"""The platform-scale ladder of issue 16: plans over time of 1/3/5 request classes x 12/24/36
+months x 17/24 GPU types (24 load slots a period), each solved once by `solve_time`.
+
+Synthetic instances shaped like `planning.timeplan` builds them (`fleet.synthetic`). Prints one
+Markdown row a rung: model size, CPU seconds, status, the gap against the solver's own bound,
+and the seconds as a ratio to the time of `python -c "import numpy"` measured in the same run
+(so the figures compare across machines). Slow: the largest rungs take tens of seconds.
+
+    python benchmarks/ladder.py [--quick] [--time-limit S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+from planner.fleet.overtime import build_time_model, solve_time
+from planner.fleet.solver import SolverOptions
+from planner.fleet.synthetic import synthetic_time_problem
+
+RUNGS = [(c, m, g) for g in (17, 24) for c in (1, 3, 5) for m in (12, 24, 36)]
+QUICK = [(1, 12, 17), (3, 24, 17), (3, 24, 24)]
+
+
+def numpy_baseline() -> float:
+    """CPU seconds (user + system) of a child `python -c "import numpy"`: the unit."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-c", "import numpy"], check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def rung(classes: int, months: int, gpus: int, options: SolverOptions) -> tuple[str, ...]:
+    """One row: size, CPU seconds, status, gap."""
+    problem = synthetic_time_problem(classes, months, gpus)
+    model, _ = build_time_model(problem)
+    t0 = time.process_time()
+    sol = solve_time(problem, options)
+    cpu = time.process_time() - t0
+    return (
+        f"{classes} x {months} x {gpus}",
+        f"{model.n_cols:,} x {model.n_rows:,}",
+        f"{cpu:.1f}",
+        sol.status,
+        f"{max(sol.total_cost - sol.lower_bound, 0.0) / sol.total_cost:.2%}",  # to the bound
+        f"${sol.total_cost / 1e6:.2f}M",
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="three small rungs only")
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--gap", type=float, default=0.01, help="relative gap to stop at")
+    parser.add_argument("--rungs", help="e.g. 1x12x17,5x36x24 (classes x months x GPU types)")
+    args = parser.parse_args()
+    options = SolverOptions("highs", args.time_limit, relative_gap=args.gap)
+    unit = numpy_baseline()
+    print(f'baseline: python -c "import numpy" = {unit:.3f} CPU s (ratios below are x this)')
+    print(f"solver: {options}")
+    print("| classes x months x GPUs | columns x rows | CPU s | x baseline | status | gap | cost |")
+    print("|---|---|---|---|---|---|---|")
+    chosen = QUICK if args.quick else RUNGS
+    if args.rungs:
+        chosen = [tuple(int(v) for v in r.split("x")) for r in args.rungs.split(",")]
+    for c, m, g in chosen:
+        size, shape, cpu, status, gap, cost = rung(c, m, g, options)
+        ratio = f"{float(cpu) / unit:.0f}"
+        print(f"| {size} | {shape} | {cpu} | {ratio} | {status} | {gap} | {cost} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

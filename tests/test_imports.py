@@ -1,0 +1,38 @@
+"""Issue 16: heavy third-party modules are imported where they are used, not when the CLI
+starts; each check runs in a fresh interpreter and reads its sys.modules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("pulp", "openpyxl", "matplotlib", "plotly", "ray", "pandas", "scipy", "highspy")
+
+
+def _loaded(code: str) -> set[str]:
+    """The HEAVY modules a fresh interpreter holds after running `code`."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    return {m for m in HEAVY if m in modules}
+
+
+def test_importing_the_cli_imports_none_of_the_heavy_modules():
+    assert _loaded("import planner.cli") == set()
+
+
+def test_help_imports_none_of_the_heavy_modules():
+    code = (
+        "import sys, planner.cli\n"
+        "sys.argv = ['planner', 'solve', '--help']\n"
+        "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass"
+    )
+    assert _loaded(code) == set()
+
+
+@pytest.mark.parametrize("module", ["planner.planning.pipeline", "planner.planning.breakeven"])
+def test_planning_does_not_import_the_exporters_or_plotting(module):
+    assert not _loaded(f"import {module}") & {"openpyxl", "matplotlib", "plotly", "ray"}
