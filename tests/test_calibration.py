@@ -173,9 +173,13 @@ def test_round_trip_recovers_known_constants(measurements, catalog):
     fitted, report = cal.fit_profile(
         synthetic, catalog, base.model_copy(update={"default": start}), n_starts=1
     )
-    assert report["default"]["not_identified"] == []
+    # the public set's vLLM rows are open-loop or batch runs: #10's two closed-loop TTFT terms
+    # (per-request latency, first-wave share) are seen by no residual and keep their base
+    unseen = set(report["default"]["not_identified"])
+    assert unseen <= {"request_overhead_ms", "benchmark_wave_share"}
     for name in cal.FIT_PARAMS:
-        assert getattr(fitted.default, name) == pytest.approx(getattr(truth, name), rel=0.05)
+        if name not in unseen:
+            assert getattr(fitted.default, name) == pytest.approx(getattr(truth, name), rel=0.05)
     assert report["default"]["rms_log_after"] < 1e-3
 
 

@@ -153,7 +153,8 @@ def test_fleet_costs_are_formulas_on_named_prices(plan, written):
         name = f"price_{d.gpu.replace('-', '_')}"
         assert ws[f"H{r}"].value == f"={name}"
         assert _named_cell(wb, name).value == pytest.approx(d.price_usd_per_gpu_hour)
-        assert ws[f"I{r}"].value == f"=F{r}*B{r}*H{r}"
+        assert ws[f"G{r}"].value.startswith(f"=F{r}*B{r}")  # replicas x tp (x pp x dp)
+        assert ws[f"I{r}"].value == f"=G{r}*H{r}"  # GPUs x price
         assert ws[f"J{r}"].value == f"=I{r}*hours_per_month"
         assert ws[f"K{r}"].value == pytest.approx(d.cost_per_hour_usd)
         assert ws[f"P{r}"].value == pytest.approx(d.tpot_ms)
@@ -230,7 +231,8 @@ def test_candidates_table(plan, written):
     assert headers == [h for _, h, _ in export.CANDIDATE_COLUMNS]
     assert all(c.font.bold for c in ws[1])
     assert ws.freeze_panes == "A2"
-    assert ws.auto_filter.ref == f"A1:U{n + 1}"
+    last = get_column_letter(len(export.CANDIDATE_COLUMNS))
+    assert ws.auto_filter.ref == f"A1:{last}{n + 1}"
     assert ws.max_row == n + 1
     cols = {name: i + 1 for i, (name, _, _) in enumerate(export.CANDIDATE_COLUMNS)}
     for idx in (0, n // 2, n - 1):
