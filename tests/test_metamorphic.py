@@ -105,7 +105,7 @@ def test_raising_a_gpu_price_never_raises_its_share(catalog, doc, factor):
 
 @meta
 @given(base_docs())
-def test_doubling_every_price_doubles_cost_and_keeps_the_fleet(catalog, doc):
+def test_doubling_every_price_doubles_the_optimal_cost(catalog, doc):
     result = plan_or_none(doc, catalog)
     if result is None:
         return
@@ -120,11 +120,8 @@ def test_doubling_every_price_doubles_cost_and_keeps_the_fleet(catalog, doc):
     )
     a, b = plan_or_none(single, catalog), plan_or_none(double, catalog)
     assert b.fleet.total_cost_per_hour_usd == pytest.approx(2 * a.fleet.total_cost_per_hour_usd)
-
-    def key(r):
-        return sorted((d.gpu, d.tp, d.quant, d.batch, d.replicas) for d in r.fleet.deployments)
-
-    assert key(a) == key(b)
+    # the fleet itself may differ: several fleets can tie at the optimum (or sit within the
+    # solver's relative gap), and which one comes back is not a property of the prices
 
 
 def plan_or_none(doc, catalog):
