@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -118,8 +119,12 @@ def _price(gpu: Gpu, override: float | None) -> Price | None:
     return Price(row.usd_per_gpu_hour, row.provider, row.source, row.as_of) if row else None
 
 
-def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd.DataFrame]:
-    """The one-row grid of the request at `batch` sequences in flight."""
+def one_row_grid(
+    req: EstimateRequest, catalog: Catalog, batch: int, tp: int, where: str = "", **axes: Any
+) -> tuple[Model, pd.DataFrame]:
+    """The request's one-row candidate grid at `batch` sequences and `tp`, with any further
+    grid axes (`GridSpec` fields: speculation, layouts, roles); exit 2 when it cannot run,
+    `where` naming the option at fault."""
     model, gpu = catalog.model(req.model), catalog.gpu(req.gpu)
     quant, engine = catalog.quant(req.quant), catalog.engine(req.engine)
     kv = req.kv_dtype or default_kv_dtype(quant, engine, req.ideal)
@@ -127,22 +132,34 @@ def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd
     spec = GridSpec(
         gpus=[gpu],
         quants=[quant],
-        tps=[req.tp],
+        tps=[tp],
         kv_dtypes=[kv],
         batches=[batch],
         shapes=[(req.input_len, req.output_len)],
         prices={gpu.id: price} if price else {},
+        **axes,
+    )
+    grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
+    if grid.empty:
+        reason = rejected["reason"].iloc[0] if not rejected.empty else "unknown reason"
+        raise InputError(f"{where}impossible combination: {reason}")
+    return model, grid
+
+
+def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd.DataFrame]:
+    """The one-row grid of the request at `batch` sequences in flight."""
+    model = catalog.model(req.model)
+    return one_row_grid(
+        req,
+        catalog,
+        batch,
+        req.tp,
         speculative=_spec(req, model, catalog),
         prefix_cached_tokens=req.prefix_cached_tokens,
         pps=[req.pp],
         eps=[req.ep],
         dp_attentions=[req.dp_attention],
     )
-    grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
-    if grid.empty:
-        reason = rejected["reason"].iloc[0] if not rejected.empty else "unknown reason"
-        raise InputError(f"impossible combination: {reason}")
-    return model, grid
 
 
 def _spec(req: EstimateRequest, model: Model, catalog: Catalog) -> list:

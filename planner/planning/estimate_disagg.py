@@ -23,9 +23,8 @@ import pandas as pd
 from planner.errors import InputError
 from planner.inputs.catalog import Catalog
 from planner.perf import queueing as q
-from planner.perf.candidates import GridSpec, build_grid, default_kv_dtype
 from planner.perf.evaluate import evaluate
-from planner.planning.estimate import EstimateRequest, _check_ranges, _price, check_context
+from planner.planning.estimate import EstimateRequest, _check_ranges, check_context, one_row_grid
 
 
 @dataclass(frozen=True)
@@ -40,24 +39,8 @@ class Pools:
 
 def _pool_row(req: EstimateRequest, catalog: Catalog, role: str, tp: int, batch: int) -> pd.Series:
     """One pool's evaluated row, idle (no queueing)."""
-    model, gpu = catalog.model(req.model), catalog.gpu(req.gpu)
-    quant, engine = catalog.quant(req.quant), catalog.engine(req.engine)
-    kv = req.kv_dtype or default_kv_dtype(quant, engine, req.ideal)
-    price = _price(gpu, req.price_usd_per_gpu_hour)
-    spec = GridSpec(
-        gpus=[gpu],
-        quants=[quant],
-        tps=[tp],
-        kv_dtypes=[kv],
-        batches=[batch],
-        shapes=[(req.input_len, req.output_len)],
-        prices={gpu.id: price} if price else {},
-        roles=(role,),
-    )
-    grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
-    if grid.empty:
-        reason = rejected["reason"].iloc[0] if not rejected.empty else "unknown reason"
-        raise InputError(f"--{role}-tp {tp}: impossible combination: {reason}")
+    where = f"--{role}-tp {tp}: "
+    model, grid = one_row_grid(req, catalog, batch, tp, where, roles=(role,))
     return evaluate(model, grid, req.utilisation, "none").iloc[0]
 
 
