@@ -25,7 +25,7 @@ from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
-from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
+from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price
 from planner.perf.evaluate import evaluate, ttft_ms_at
 from planner.planning import assumptions as facts
 from planner.planning import disagg
@@ -34,6 +34,7 @@ from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
 from planner.planning.plan import Plan
+from planner.planning.pool_layouts import build_pool_grid
 from planner.planning.resilience import (
     check_supported,
     failover_notes,
@@ -129,7 +130,7 @@ def evaluate_classes(
             eps=axes.eps,
             dp_attentions=axes.dp_attentions,
         )
-        grid, rejected = build_grid(model, spec, engine)
+        grid, rejected = build_pool_grid(model, spec, engine, axes)  # MoE pools' layouts, #11
         if grid.empty:
             continue
         rows = evaluate(model, grid, scenario.search.target_utilization, cls.statistic)
