@@ -66,7 +66,8 @@ def pools_note(fleet: FleetSummary, classes: tuple[RequestClassPlan, ...]) -> st
     return (
         f"disaggregated: prefill pool {gpus_p} GPUs, decode pool {gpus_d} GPUs; "
         + ("; ".join(parts) or "no class split over both pools")
-        + " (prefill part + decode part, KV transfer over the scale-out link included)"
+        + " (prefill part + decode part, KV transfer included: over the scale-out link, or"
+        + " the scale-up link where a pool shares its node with its partner)"
     )
 
 

@@ -7,6 +7,8 @@ ranks (a worker is then tp x dp_attention GPUs, perf/layout.py). Each pool is a 
 candidate grid evaluated with its role (perf/disagg.py); here the two are combined:
 
 * capacity = min(prefill_workers * R_p, decode_workers * R_d): the smaller pool binds;
+* the KV moves over the scale-up link (NVLink) when both pools fit one scale-up domain of one
+  node, else over the scale-out network (perf/kv_link.py);
 * at the load (an open-loop `rate`, else `utilisation` x capacity), split evenly over each
   pool's workers: TTFT = t_pf + M/D/1 wait behind other prompts + KV transfer
   max(t_send, t_recv) + half a decode step + M/D/c wait for a decode slot;
@@ -26,6 +28,7 @@ from planner.errors import InputError
 from planner.inputs.catalog import Catalog
 from planner.perf import queueing as q
 from planner.perf.evaluate import evaluate
+from planner.perf.kv_link import domain_gpus
 from planner.planning.estimate import EstimateRequest, _check_ranges, check_context, one_row_grid
 
 
@@ -50,15 +53,36 @@ class Pools:
 
 
 def _pool_row(
-    req: EstimateRequest, catalog: Catalog, role: str, pools: Pools, batch: int
+    req: EstimateRequest,
+    catalog: Catalog,
+    role: str,
+    pools: Pools,
+    batch: int,
+    link: str = "scale-out",
 ) -> pd.Series:
-    """One pool's evaluated row, idle (no queueing)."""
+    """One pool's evaluated row, idle (no queueing), its KV over `link`."""
     tp, ep, dp = pools.layout(role)
     where = f"--{role}-tp {tp} --{role}-ep {ep} --{role}-dp-attention {dp}: "
     model, grid = one_row_grid(
-        req, catalog, batch, tp, where, roles=(role,), eps=[ep], dp_attentions=[dp]
+        req,
+        catalog,
+        batch,
+        tp,
+        where,
+        roles=(role,),
+        eps=[ep],
+        dp_attentions=[dp],
+        kv_links=(link,),
     )
     return evaluate(model, grid, req.utilisation, "none").iloc[0]
+
+
+def kv_link_for(pools: Pools, catalog: Catalog, gpu_id: str) -> str:
+    """scale-up when every worker of both pools fits one scale-up domain of one node (the
+    KV then moves over NVLink), else scale-out."""
+    per = {r: math.prod(pools.layout(r)[::2]) for r in ("prefill", "decode")}
+    total = pools.prefill_workers * per["prefill"] + pools.decode_workers * per["decode"]
+    return "scale-up" if total <= domain_gpus(catalog.gpu(gpu_id)) else "scale-out"
 
 
 def _check_pools(pools: Pools) -> None:
@@ -75,10 +99,11 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     decode_batch = req.batch or catalog.engine(req.engine).max_num_seqs
-    pre = _pool_row(req, catalog, "prefill", pools, 1)
-    dec = _pool_row(req, catalog, "decode", pools, 1)
+    link = kv_link_for(pools, catalog, req.gpu)  # issue #11: NVLink when both share a node
+    pre = _pool_row(req, catalog, "prefill", pools, 1, link)
+    dec = _pool_row(req, catalog, "decode", pools, 1, link)
     decode_batch = max(min(decode_batch, int(dec["max_batch"])), 1)
-    dec = _pool_row(req, catalog, "decode", pools, decode_batch)
+    dec = _pool_row(req, catalog, "decode", pools, decode_batch, link)
     for role, row in (("prefill", pre), ("decode", dec)):
         if not bool(row["fits"]):
             raise InputError(
@@ -135,6 +160,7 @@ def _combined(
         "prefill_ms": float(pre["prefill_ms"]),
         "prefill_wait_ms": wait_p * 1e3,
         "kv_transfer_ms": transfer,
+        "kv_link": str(pre["kv_link"]),
         "decode_slot_wait_ms": slot * 1e3,
         "ttft_ms": ttft,
         "tpot_ms": step * 1e3,

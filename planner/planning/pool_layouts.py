@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from planner.perf.candidates import GridSpec, build_grid
-from planner.planning.layouts import Axes, node_gpus
+from planner.perf.kv_link import NO_ROOM, domain_gpus
+from planner.planning.layouts import Axes
 from planner.schema.engine import EngineProfile
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -41,27 +42,32 @@ def pool_axes(model: Model, tps: Sequence[int], axes: Axes) -> Axes:
 def keep_rows(grid: pd.DataFrame, axes: Axes, gpus: Sequence[Gpu]) -> np.ndarray:
     """Which rows of a grid built on `pool_axes` to keep: every role at the scenario's own
     layouts, and pool rows also at the added ones, as full EP (ep = tp x dp_attention) on
-    one stage inside one node."""
+    one stage inside one node; a scale-up (NVLink) pool only where it is at most half a node,
+    so it pairs with a partner inside one node (fleet/disagg.py)."""
     ep, dp = grid["ep"].to_numpy(), grid["dp_attention"].to_numpy()
     tp, pp = grid["tp"].to_numpy(), grid["pp"].to_numpy()
     own = np.isin(ep, axes.eps) & np.isin(dp, axes.dp_attentions)
-    node = grid["gpu"].astype(str).map({g.id: node_gpus(g) for g in gpus}).to_numpy()
-    added = (ep == tp * dp) & (pp == 1) & (grid["gpus_per_replica"].to_numpy() <= node)
+    node = grid["gpu"].astype(str).map({g.id: domain_gpus(g) for g in gpus}).to_numpy()
+    width = grid["gpus_per_replica"].to_numpy()
+    added = (ep == tp * dp) & (pp == 1) & (width <= node)
     pool = (grid["role"] != "aggregated").to_numpy()
-    return np.asarray(own | (pool & added), dtype=bool)
+    up = (grid["kv_link"] == "scale-up").to_numpy()
+    return np.asarray((own | (pool & added)) & (~up | (2 * width <= node)), dtype=bool)
 
 
 def build_pool_grid(
     model: Model, spec: GridSpec, engine: EngineProfile, axes: Axes
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """`build_grid`; with pools of an MoE model, crossed with `pool_axes` and filtered by
-    `keep_rows` (one grid, so the scenario's own rows keep their order). The rejected
-    combinations reported are the scenario's own (the added layouts are optional extras)."""
-    own, rejected = build_grid(model, spec, engine)
-    if model.moe is None or set(spec.roles) <= {"aggregated"}:
-        return own, rejected
-    wide = pool_axes(model, spec.tps, axes)
-    grid, _ = build_grid(
-        model, replace(spec, eps=wide.eps, dp_attentions=wide.dp_attentions), engine
-    )
-    return grid[keep_rows(grid, axes, spec.gpus)].reset_index(drop=True), rejected
+    """`build_grid`, filtered by `keep_rows`; with pools of an MoE model, crossed with
+    `pool_axes` first (one grid, so the scenario's own rows keep their order). The rejected
+    combinations reported are the scenario's own, less the optional scale-up link's."""
+    grid, rejected = build_grid(model, spec, engine)
+    if set(spec.roles) <= {"aggregated"}:
+        return grid, rejected
+    rejected = rejected[~rejected["reason"].str.contains(NO_ROOM, regex=False)]
+    if model.moe is not None:
+        wide = pool_axes(model, spec.tps, axes)
+        wide_spec = replace(spec, eps=wide.eps, dp_attentions=wide.dp_attentions)
+        grid, _ = build_grid(model, wide_spec, engine)
+    kept = grid[keep_rows(grid, axes, spec.gpus)].reset_index(drop=True)
+    return kept, rejected.reset_index(drop=True)

@@ -24,7 +24,8 @@ def render_disaggregated(d: dict) -> str:
             f"({d['gpus']} GPUs); {d['input_len']} in / {d['output_len']} out tokens",
             f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
             f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
-            f"{d['kv_transfer_ms']:,.1f} + join decode and slot wait "
+            f"{d['kv_transfer_ms']:,.1f} over {d.get('kv_link', 'scale-out')} + join decode and "
+            f"slot wait "
             f"{d['ttft_ms'] - d['prefill_ms'] - d['prefill_wait_ms'] - d['kv_transfer_ms']:,.1f}",
             f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)",
             f"Capacity: prefill pool {d['prefill_capacity_requests_per_s']:.3g} req/s, decode "
