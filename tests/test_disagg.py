@@ -233,16 +233,6 @@ def test_percentile_premium_places_pools_by_their_mean_ttft(tmp_path):
     assert f"${mean['monthly_cost_usd']:,.0f} a month)" in note
 
 
-def test_disaggregated_true_with_finance_is_refused(tmp_path):
-    data = yaml.safe_load((ROOT / "scenarios" / "diurnal-chatbot.yaml").read_text())
-    data.setdefault("search", {})["disaggregated"] = True
-    path = tmp_path / "fin.yaml"
-    path.write_text(yaml.safe_dump(data))
-    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"])
-    assert res.exit_code == 2, res.output
-    assert "finance" in res.output
-
-
 @settings(max_examples=25, deadline=None)
 @given(
     cost=st.lists(st.floats(0.5, 20.0), min_size=5, max_size=5),
