@@ -543,6 +543,22 @@ def _speculation_options(f):
 @click.option("--prefill-workers", type=int, default=1, show_default=True, help="Prefill workers.")
 @click.option("--decode-tp", type=int, default=None, help="TP per decode worker (--tp).")
 @click.option("--decode-workers", type=int, default=1, show_default=True, help="Decode workers.")
+@click.option("--prefill-ep", type=int, default=1, show_default=True, help="EP per prefill worker.")
+@click.option("--decode-ep", type=int, default=1, show_default=True, help="EP per decode worker.")
+@click.option(
+    "--prefill-dp-attention",
+    type=int,
+    default=1,
+    show_default=True,
+    help="DP-attention ranks per prefill worker (MoE, with --prefill-ep).",
+)
+@click.option(
+    "--decode-dp-attention",
+    type=int,
+    default=1,
+    show_default=True,
+    help="DP-attention ranks per decode worker (MoE, with --decode-ep).",
+)
 @_wide_option
 @_speculation_options
 @click.pass_context
@@ -571,6 +587,10 @@ def estimate(
     prefill_workers,
     decode_tp,
     decode_workers,
+    prefill_ep,
+    decode_ep,
+    prefill_dp_attention,
+    decode_dp_attention,
     wide,
     **issue11,
 ) -> None:
@@ -605,14 +625,16 @@ def estimate(
         **issue11,  # speculative, spec_tokens, spec_acceptance, draft_model, prefix_cached_tokens
     )
     if disaggregated:
-        _estimate_disaggregated(ctx, req, (prefill_tp, prefill_workers, decode_tp, decode_workers))
+        shape = (prefill_tp, prefill_workers, decode_tp, decode_workers)
+        moe = (prefill_ep, prefill_dp_attention, decode_ep, decode_dp_attention)
+        _estimate_disaggregated(ctx, req, shape, moe)
         return
     row = run(req, _catalog(ctx))
     text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))
     _echo(text, nl=not as_json)
 
 
-def _estimate_disaggregated(ctx, req, shape: tuple) -> None:
+def _estimate_disaggregated(ctx, req, shape: tuple, moe: tuple) -> None:
     """`estimate --disaggregated`: a prefill pool and a decode pool (issue #11)."""
     from dataclasses import replace
 
@@ -623,7 +645,7 @@ def _estimate_disaggregated(ctx, req, shape: tuple) -> None:
     if req.concurrency is not None:
         raise InputError("--concurrency: not supported with --disaggregated; give --rate")
     p_tp, p_n, d_tp, d_n = shape
-    pools = Pools(p_tp or req.tp, p_n, d_tp or req.tp, d_n)
+    pools = Pools(p_tp or req.tp, p_n, d_tp or req.tp, d_n, *moe)
     given = replace(req, batch=ctx.params.get("batch"))  # None: the engine's max_num_seqs
     out = estimate_disaggregated(given, pools, _catalog(ctx))
     as_json = ctx.params.get("as_json")

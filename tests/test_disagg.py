@@ -150,6 +150,7 @@ def test_pruning_keeps_roles_apart():
             "batch": [8, 8], "role": ["aggregated", "decode"], "cost_per_hour_usd": [1.0, 1.0],
             "pp": [1, 1], "ep": [1, 1], "dp_attention": [1, 1], "gpus_per_replica": [1, 1],
             "nodes_per_replica": [1, 1], "speculative": ["off"] * 2, "spec_tokens": [0, 0],
+            "kv_link": ["none", "scale-out"],
         },
         OFFERED_COLUMNS,
     )  # fmt: skip
@@ -200,8 +201,11 @@ def test_estimate_disaggregated_end_to_end():
 
 def test_estimate_disaggregated_refuses_a_gpu_without_a_scaleout_link():
     res = CliRunner().invoke(
-        cli, ["estimate", "--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--disaggregated"]
-    )
+        cli,
+        # 8 + 1 workers span more than one 8-GPU node: the KV must cross the scale-out link
+        ["estimate", "--model", "llama-3.1-8b", "--gpu", "a100-80gb", "--disaggregated",
+         "--prefill-workers", "8"],
+    )  # fmt: skip
     assert res.exit_code == 2
     assert "scale-out link" in res.output
 
@@ -227,16 +231,6 @@ def test_percentile_premium_places_pools_by_their_mean_ttft(tmp_path):
     assert res.exit_code == 0, res.output
     note = next(n for n in json.loads(res.output)["notes"] if "mean-TTFT plan" in n)
     assert f"${mean['monthly_cost_usd']:,.0f} a month)" in note
-
-
-def test_disaggregated_true_with_finance_is_refused(tmp_path):
-    data = yaml.safe_load((ROOT / "scenarios" / "diurnal-chatbot.yaml").read_text())
-    data.setdefault("search", {})["disaggregated"] = True
-    path = tmp_path / "fin.yaml"
-    path.write_text(yaml.safe_dump(data))
-    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"])
-    assert res.exit_code == 2, res.output
-    assert "finance" in res.output
 
 
 @settings(max_examples=25, deadline=None)

@@ -9,6 +9,12 @@ decode pool, so their loads per class are equal:
     sum_{c agg} x[c,w] + sum_{p prefill} x[p,w] = lambda[w]         demand_{w}
     sum_{p prefill, k} x[p,w,k] = sum_{d decode, k} x[d,w,k]        (one row per w, k)
 
+A pool whose KV moves over the scale-up link (`kv_link` scale-up: the prefill and decode
+workers share one NVLink node) balances only with the scale-up pools of its own GPU type, in
+a row of its own per (w, k, GPU type); the scale-out pools balance fleet-wide. How the
+scale-up workers pack into nodes is not modelled: each is at most half a node, so any one
+prefill worker and one decode worker fit together, but an uneven ratio may need more nodes.
+
 A request's TTFT is its prefill pool's part plus its decode pool's part; the pools are sized
 independently, so which prefill replica meets which decode replica is not decided. To keep
 every pairing inside the class's TTFT bound `S`, the flow is split into buckets k with a
@@ -87,14 +93,24 @@ def pool_loads(problem: FleetProblem) -> PoolLoads:
     return loads
 
 
+def kv_groups(keys) -> tuple[str, ...]:
+    """Each offered candidate's balance group: its GPU type on scale-up pools, else ""."""
+    up = keys["kv_link"].astype(str) == "scale-up"
+    return tuple(str(g) if u else "" for g, u in zip(keys["gpu"], up, strict=True))
+
+
 def add_balance(lp: pulp.LpProblem, problem: FleetProblem, loads: PoolLoads) -> None:
-    """Per class and bucket: what the prefill pool takes in, the decode pool carries on."""
+    """Per class, bucket and KV balance group: what the prefill pool takes in, the decode
+    pool carries on."""
     role = roles_of(problem)
-    keys = sorted({(w, k) for (_, w, k) in loads})
-    for w, k in keys:
-        pre = [v for (c, ww, kk), v in loads.items() if (ww, kk) == (w, k) and role[c] == "prefill"]
-        dec = [v for (c, ww, kk), v in loads.items() if (ww, kk) == (w, k) and role[c] == "decode"]
-        lp += pulp.lpSum(pre) - pulp.lpSum(dec) == 0, f"pools_w{w}_k{k}"
+    group = problem.kv_group or ("",) * problem.n_candidates
+    flows: dict[tuple[int, int, str], list] = {}
+    for (c, w, k), v in loads.items():
+        sign = 1.0 if role[c] == "prefill" else -1.0
+        flows.setdefault((w, k, group[c]), []).append(sign * v)
+    for n, ((w, k, g), terms) in enumerate(sorted(flows.items())):
+        name = f"pools_w{w}_k{k}" if not g else f"pools_w{w}_k{k}_up{n}"
+        lp += pulp.lpSum(terms) == 0, name
 
 
 def prefill_served(problem: FleetProblem, loads: PoolLoads, w: int) -> list[pulp.LpVariable]:

@@ -8,6 +8,7 @@ from functools import reduce
 import numpy as np
 import pandas as pd
 
+from planner.fleet import disagg
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
 
@@ -15,6 +16,7 @@ from planner.perf import columns
 CANDIDATE_KEY = [
     "gpu", "tp", "pp", "ep", "dp_attention", "quant", "kv_dtype", "batch",
     "speculative", "spec_tokens", "role",
+    "kv_link",  # issue #11: a pool's KV over the scale-out or (in one node) scale-up link
 ]  # fmt: skip
 OFFERED_COLUMNS = columns.select(
     [*CANDIDATE_KEY, "gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
@@ -110,9 +112,10 @@ def prune_dominated(offered: Offered) -> Offered:
     role = offered.keys["role"].to_numpy(dtype=object)
     # a pool's TTFT part decides which flow buckets it may join (fleet/disagg.py): compare it
     pool = role != "aggregated"
+    link = offered.keys["kv_link"].to_numpy(dtype=object)  # balanced apart (fleet/disagg.py)
     ttft = offered.ttft_ms if offered.ttft_ms is not None else np.zeros(caps.shape)
     for i in range(n):
-        same = (gpu == gpu[i]) & (role == role[i]) & keep
+        same = (gpu == gpu[i]) & (role == role[i]) & (link == link[i]) & keep
         same[i] = False
         no_worse = same & (tp <= tp[i]) & (cost <= cost[i]) & (caps >= caps[i]).all(axis=1)
         if pool[i]:
@@ -149,6 +152,7 @@ def fleet_problem(
         budget_per_hour=budget_per_hour,
         min_replicas=min_replicas,
         role=role if pools else (),
+        kv_group=disagg.kv_groups(keys) if pools else (),
         ttft_part_ms=offered.ttft_ms if pools else None,
         ttft_sla_ms=None if ttft_sla_ms is None else np.asarray(ttft_sla_ms, dtype=float),
     )

@@ -43,6 +43,9 @@ class FleetProblem:
     role: tuple[str, ...] = ()
     ttft_part_ms: np.ndarray | None = None
     ttft_sla_ms: np.ndarray | None = None
+    # each pool's KV balance group: "" (scale-out, one fleet-wide balance) or the GPU type
+    # whose nodes a scale-up (NVLink) pool shares with its partner pool (fleet/disagg.py)
+    kv_group: tuple[str, ...] = ()
     # redundancy that holds and multi-model platforms (issue 12), see planner.fleet.redundancy:
     # survive losing any `redundancy` replicas; one vendor per service; each candidate's service
     redundancy: int = 0
@@ -68,6 +71,7 @@ class FleetProblem:
             cost_per_hour=self.cost_per_hour[idx],
             capacity=self.capacity[idx],
             role=tuple(self.role[i] for i in idx) if self.role else (),
+            kv_group=tuple(self.kv_group[i] for i in idx) if self.kv_group else (),
             ttft_part_ms=None if self.ttft_part_ms is None else self.ttft_part_ms[idx],
             vendor=tuple(self.vendor[i] for i in idx) if self.vendor else (),
             service=tuple(self.service[i] for i in idx) if self.service else (),

@@ -15,7 +15,15 @@ import numpy as np
 import pandas as pd
 
 from planner.perf import collectives, columns
-from planner.perf.layout import LAYOUT_COLUMNS, InvalidLayout, check_layout, layout_columns, layouts
+from planner.perf.kv_link import InvalidKvLink, check_kv_link, role_links
+from planner.perf.layout import (
+    LAYOUT_COLUMNS,
+    InvalidLayout,
+    check_layout,
+    gpus_per_replica,
+    layout_columns,
+    layouts,
+)
 from planner.perf.speculative import MODES, OFF, SpecOption
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.hardware import Gpu
@@ -77,6 +85,8 @@ class GridSpec:
     pps: Sequence[int] = (1,)
     eps: Sequence[int] = (1,)
     dp_attentions: Sequence[int] = (1,)
+    # the links a pool's KV may cross (issue #11, perf/kv_link.py)
+    kv_links: Sequence[str] = ("scale-out",)
 
 
 def compute_dtype_for(gpu: Gpu, quant: Quant) -> str:
@@ -118,12 +128,13 @@ def check_kv(quant: Quant, kv_dtype: str) -> None:
         )
 
 
-def check_role(gpu: Gpu, role: str) -> None:
+def check_role(gpu: Gpu, role: str, kv_link: str = "scale-out") -> None:
     """A prefill or decode pool sends or receives each request's KV cache over the scale-out
-    link: a GPU without a sourced one cannot be a disaggregated pool."""
+    link: a GPU without a sourced one cannot be a disaggregated pool (unless both pools sit
+    in one scale-up domain, `kv_link` scale-up: perf/kv_link.py)."""
     if role not in ROLES:
         raise InvalidCombination(f"role {role} is not one of {', '.join(ROLES)}")
-    if role != "aggregated" and gpu.scaleout_link_gb_per_s is None:
+    if role != "aggregated" and kv_link != "scale-up" and gpu.scaleout_link_gb_per_s is None:
         raise InvalidCombination(
             f"{gpu.id} has no sourced scale-out link (scaleout_link_gb_per_s) in the catalog, "
             f"so its KV transfer time is unknown: it cannot be a {role} pool"
@@ -143,19 +154,22 @@ def deployment_rows(
         for quant in spec.quants:
             kvs = list(spec.kv_dtypes) or [default_kv_dtype(quant, engine, ideal)]
             for tp, layout in layouts(spec.tps, spec.pps, spec.eps, spec.dp_attentions):
-                for kv, role in itertools.product(kvs, spec.roles):
+                roles = role_links(spec.roles, spec.kv_links)  # issue #11: (role, kv_link)
+                for kv, (role, link) in itertools.product(kvs, list(roles)):
                     key = {"gpu": gpu.id, "tp": tp, "quant": quant.id, "kv_dtype": kv}
                     try:
                         check_tp(model, gpu, tp)
                         check_layout(model, gpu, tp, *layout)
                         check_kv(quant, kv)
-                        check_role(gpu, role)
+                        check_role(gpu, role, link)
+                        check_kv_link(gpu, role, link, gpus_per_replica(tp, layout[0], layout[2]))
                         dtype = compute_dtype_for(gpu, quant)
-                    except (InvalidCombination, InvalidLayout) as exc:
+                    except (InvalidCombination, InvalidLayout, InvalidKvLink) as exc:
                         lay = dict(zip(LAYOUT_COLUMNS, layout, strict=True))
                         rejected.append({**key, **lay, "role": role, "reason": str(exc)})
                         continue
-                    row = _resolved_row({**key, "role": role}, gpu, quant, dtype, eff, price)
+                    row = {**key, "role": role, "kv_link": link}
+                    row = _resolved_row(row, gpu, quant, dtype, eff, price)
                     ok.append({**row, **layout_columns(gpu, tp, *layout)})
     return ok, rejected
 

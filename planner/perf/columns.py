@@ -95,6 +95,8 @@ GRID_COLUMNS = _stage(
         # disaggregated prefill/decode (issue #11)
         ("role", "name", ID, "aggregated, or the prefill or decode pool of a disaggregated fleet"),
         ("scaleout_link_bytes_per_s", "B/s", FLOAT, "scale-out NIC per GPU (NaN: not sourced)"),
+        # KV transfer over the scale-up link within one domain (issue #11, perf/kv_link.py)
+        ("kv_link", "name", ID, "link a pool's KV crosses: scale-out, scale-up (none: aggregated)"),
         # issue #10 (fidelity): per-sequence decode cost, per-request TTFT latency
         ("eff_step_per_seq_us", "us", FLOAT, "engine: decode step cost per sequence"),
         ("eff_request_overhead_ms", "ms", FLOAT, "engine: per-request latency in TTFT"),

@@ -14,6 +14,8 @@ serving columns are replaced here:
   `R_d = B / (O * TPOT(B))`; its part of the TTFT is the wait for a sequence slot, the join at
   the next step (half a step on average) and the time to pull the KV in through its own NICs,
   `t_recv = KV(I) / (min(tp, h_kv) * B_scaleout)`.
+* `kv_link` scale-up (both pools in one NVLink domain, perf/kv_link.py): the same formulas
+  with the per-GPU scale-up bandwidth in place of B_scaleout.
 
 The transfer really takes `max(t_send, t_recv)`; the two pools are sized independently by the
 fleet MIP, so each side counts its own NIC time and the sum (>= the max) keeps every pairing of
@@ -26,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from planner.perf import kv_link
 from planner.perf import memory as mem
 from planner.perf import queueing as q
 from planner.schema.model import Model
@@ -56,9 +59,8 @@ def apply_roles(
     if not (pre.any() or dec.any()):
         return
     kv_b = df["kv_dtype"].map(KV_BYTES).to_numpy(dtype=float)
-    xfer = kv_transfer_s(
-        model, _col(df, "input_len"), kv_b, _col(df, "tp"), _col(df, "scaleout_link_bytes_per_s")
-    )
+    link = kv_link.link_bytes_per_s(df)  # scale-up within one domain, else scale-out
+    xfer = kv_transfer_s(model, _col(df, "input_len"), kv_b, _col(df, "tp"), link)
     out["kv_transfer_ms"] = np.where(pre | dec, xfer * 1e3, 0.0)
     step, t_pf, t_share = out["_step_s"], out["_prefill_s"], out["_prefill_share_s"]
     batch, o_len = _col(df, "batch"), _col(df, "output_len")

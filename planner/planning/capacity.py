@@ -61,6 +61,7 @@ class CapacityLine:
     tpot_ms_by_class: dict[str, float]
     ttft_ms_by_class: dict[str, float]
     batch_limit: str  # why a larger batch does not serve more: TPOT, TTFT, memory or grid
+    kv_link: str = "none"  # issue #11: capacity sizes aggregated replicas only (no pools)
 
 
 @dataclass(frozen=True)

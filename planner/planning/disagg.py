@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from planner.errors import InputError
 from planner.schema.plan import FleetSummary, RequestClassPlan
 from planner.schema.scenario import Scenario
 
@@ -35,13 +34,8 @@ def roles_for(scenario: Scenario, classes: tuple[RequestClassPlan, ...]) -> tupl
     mode = scenario.search.disaggregated
     if mode is False:
         return ("aggregated",)
-    if scenario.finance is not None:  # the plan over time (fleet/overtime.py) has no pools
-        if mode is True:
-            raise InputError(
-                "search.disaggregated: true is not supported with a finance: section (the plan "
-                "over time sizes aggregated replicas only); use auto or false"
-            )
-        return ("aggregated",)
+    # with a finance: section the plan over time takes pools as fixed prefill + decode units
+    # (planning/time_pools.py)
     if mode is True:
         return POOLS
     long = any(c.input_tokens >= AUTO_MIN_INPUT_TOKENS for c in classes)
@@ -66,7 +60,8 @@ def pools_note(fleet: FleetSummary, classes: tuple[RequestClassPlan, ...]) -> st
     return (
         f"disaggregated: prefill pool {gpus_p} GPUs, decode pool {gpus_d} GPUs; "
         + ("; ".join(parts) or "no class split over both pools")
-        + " (prefill part + decode part, KV transfer over the scale-out link included)"
+        + " (prefill part + decode part, KV transfer included: over the scale-out link, or"
+        + " the scale-up link where a pool shares its node with its partner)"
     )
 
 

@@ -1,15 +1,19 @@
 """`planner estimate --disaggregated`: one prefill pool and one decode pool, estimated together.
 
 The prefill pool has `prefill_workers` workers of `prefill_tp` GPUs, the decode pool
-`decode_workers` of `decode_tp` (same GPU type, quant and KV dtype). Each pool is a row of the
+`decode_workers` of `decode_tp` (same GPU type, quant and KV dtype); for an MoE model either
+pool's worker may also spread its experts over `*_ep` ranks with `*_dp_attention` attention
+ranks (a worker is then tp x dp_attention GPUs, perf/layout.py). Each pool is a row of the
 candidate grid evaluated with its role (perf/disagg.py); here the two are combined:
 
 * capacity = min(prefill_workers * R_p, decode_workers * R_d): the smaller pool binds;
+* the KV moves over the scale-up link (NVLink) when both pools fit one scale-up domain of one
+  node, else over the scale-out network (perf/kv_link.py);
 * at the load (an open-loop `rate`, else `utilisation` x capacity), split evenly over each
   pool's workers: TTFT = t_pf + M/D/1 wait behind other prompts + KV transfer
   max(t_send, t_recv) + half a decode step + M/D/c wait for a decode slot;
 * TPOT = the decode step at the decode batch (no prefill interrupts it);
-* cost = (prefill GPUs + decode GPUs) x the GPU price.
+* cost = (prefill GPUs + decode GPUs) x the GPU price, GPUs = workers x GPUs per worker.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from planner.errors import InputError
 from planner.inputs.catalog import Catalog
 from planner.perf import queueing as q
 from planner.perf.evaluate import evaluate
+from planner.perf.kv_link import domain_gpus
 from planner.planning.estimate import EstimateRequest, _check_ranges, check_context, one_row_grid
 
 
@@ -35,13 +40,49 @@ class Pools:
     prefill_workers: int
     decode_tp: int
     decode_workers: int
+    # MoE layouts of each pool's worker (issue #11): expert-parallel and DP-attention ranks
+    prefill_ep: int = 1
+    prefill_dp_attention: int = 1
+    decode_ep: int = 1
+    decode_dp_attention: int = 1
+
+    def layout(self, role: str) -> tuple[int, int, int]:
+        """(tp, ep, dp_attention) of one worker of the `role` pool."""
+        get = vars(self)
+        return get[f"{role}_tp"], get[f"{role}_ep"], get[f"{role}_dp_attention"]
 
 
-def _pool_row(req: EstimateRequest, catalog: Catalog, role: str, tp: int, batch: int) -> pd.Series:
-    """One pool's evaluated row, idle (no queueing)."""
-    where = f"--{role}-tp {tp}: "
-    model, grid = one_row_grid(req, catalog, batch, tp, where, roles=(role,))
+def _pool_row(
+    req: EstimateRequest,
+    catalog: Catalog,
+    role: str,
+    pools: Pools,
+    batch: int,
+    link: str = "scale-out",
+) -> pd.Series:
+    """One pool's evaluated row, idle (no queueing), its KV over `link`."""
+    tp, ep, dp = pools.layout(role)
+    where = f"--{role}-tp {tp} --{role}-ep {ep} --{role}-dp-attention {dp}: "
+    model, grid = one_row_grid(
+        req,
+        catalog,
+        batch,
+        tp,
+        where,
+        roles=(role,),
+        eps=[ep],
+        dp_attentions=[dp],
+        kv_links=(link,),
+    )
     return evaluate(model, grid, req.utilisation, "none").iloc[0]
+
+
+def kv_link_for(pools: Pools, catalog: Catalog, gpu_id: str) -> str:
+    """scale-up when every worker of both pools fits one scale-up domain of one node (the
+    KV then moves over NVLink), else scale-out."""
+    per = {r: math.prod(pools.layout(r)[::2]) for r in ("prefill", "decode")}
+    total = pools.prefill_workers * per["prefill"] + pools.decode_workers * per["decode"]
+    return "scale-up" if total <= domain_gpus(catalog.gpu(gpu_id)) else "scale-out"
 
 
 def _check_pools(pools: Pools) -> None:
@@ -58,15 +99,18 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     decode_batch = req.batch or catalog.engine(req.engine).max_num_seqs
-    pre = _pool_row(req, catalog, "prefill", pools.prefill_tp, 1)
-    dec = _pool_row(req, catalog, "decode", pools.decode_tp, 1)
+    link = kv_link_for(pools, catalog, req.gpu)  # issue #11: NVLink when both share a node
+    pre = _pool_row(req, catalog, "prefill", pools, 1, link)
+    dec = _pool_row(req, catalog, "decode", pools, 1, link)
     decode_batch = max(min(decode_batch, int(dec["max_batch"])), 1)
-    dec = _pool_row(req, catalog, "decode", pools.decode_tp, decode_batch)
-    if not bool(dec["fits"]) or not bool(pre["fits"]):
-        raise InputError(
-            f"out of memory: {req.model} on {req.gpu} does not fit a prefill worker of tp "
-            f"{pools.prefill_tp} or a decode worker of tp {pools.decode_tp}; raise the tp"
-        )
+    dec = _pool_row(req, catalog, "decode", pools, decode_batch, link)
+    for role, row in (("prefill", pre), ("decode", dec)):
+        if not bool(row["fits"]):
+            raise InputError(
+                f"out of memory: {req.model} on {req.gpu} does not fit a {role} worker of "
+                f"{int(row['gpus_per_replica'])} GPU(s); raise --{role}-tp (or, for an MoE "
+                f"model, --{role}-ep with --{role}-dp-attention)"
+            )
     cap_p = pools.prefill_workers * float(pre["requests_per_s"])
     cap_d = pools.decode_workers * float(dec["requests_per_s"])
     capacity = min(cap_p, cap_d)
@@ -96,7 +140,8 @@ def _combined(
     slot = float(np.asarray(q.wait_for_slot(b, rate / cap_d, req.output_len * step, req.statistic)))
     transfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"]))
     ttft = float(pre["prefill_ms"]) + wait_p * 1e3 + transfer + step / 2.0 * 1e3 + slot * 1e3
-    gpus = pools.prefill_workers * pools.prefill_tp + pools.decode_workers * pools.decode_tp
+    per_p, per_d = int(pre["gpus_per_replica"]), int(dec["gpus_per_replica"])
+    gpus = pools.prefill_workers * per_p + pools.decode_workers * per_d
     price = float(pre["price_usd_per_gpu_hour"])
     cost_h = gpus * price if math.isfinite(price) else math.nan
     return {
@@ -109,10 +154,13 @@ def _combined(
         "output_len": req.output_len,
         **{k: int(v) for k, v in vars(pools).items()},
         "decode_batch": b,
+        "prefill_gpus_per_worker": per_p,
+        "decode_gpus_per_worker": per_d,
         "gpus": gpus,
         "prefill_ms": float(pre["prefill_ms"]),
         "prefill_wait_ms": wait_p * 1e3,
         "kv_transfer_ms": transfer,
+        "kv_link": str(pre["kv_link"]),
         "decode_slot_wait_ms": slot * 1e3,
         "ttft_ms": ttft,
         "tpot_ms": step * 1e3,

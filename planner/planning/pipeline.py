@@ -25,8 +25,9 @@ from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
-from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, build_grid
+from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price
 from planner.perf.evaluate import evaluate, ttft_ms_at
+from planner.perf.kv_link import KV_LINKS
 from planner.planning import assumptions as facts
 from planner.planning import disagg
 from planner.planning.diagnose import explain_infeasible
@@ -34,6 +35,7 @@ from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
 from planner.planning.plan import Plan
+from planner.planning.pool_layouts import build_pool_grid
 from planner.planning.resilience import (
     check_supported,
     failover_notes,
@@ -128,8 +130,9 @@ def evaluate_classes(
             pps=axes.pps,
             eps=axes.eps,
             dp_attentions=axes.dp_attentions,
+            kv_links=KV_LINKS,  # issue #11: pools may pass the KV over NVLink in one node
         )
-        grid, rejected = build_grid(model, spec, engine)
+        grid, rejected = build_pool_grid(model, spec, engine, axes)  # MoE pools' layouts, #11
         if grid.empty:
             continue
         rows = evaluate(model, grid, scenario.search.target_utilization, cls.statistic)
@@ -206,6 +209,7 @@ def _summarise(
                 dp_attention=int(cand["dp_attention"]),
                 gpus_per_replica=int(cand["gpus_per_replica"]),
                 nodes_per_replica=int(cand["nodes_per_replica"]),
+                kv_link=str(cand["kv_link"]),  # issue #11
             )
         )
     return _totals(solution, tuple(lines), classes)

@@ -24,6 +24,7 @@ from planner.planning.plan import (
     TierGpus,
     TimePlan,
 )
+from planner.planning.time_pools import pool_units
 from planner.schema.finance import DemandProfile, Finance, Owned
 from planner.schema.hardware import Gpu
 from planner.schema.scenario import Scenario
@@ -164,16 +165,21 @@ def _shortlist(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
     MIP small while every class keeps a way to be served on every GPU type that can): their
     keys, and their capacity per class."""
     keys, capacity = plan.offered.keys, plan.offered.capacity
+    alone = (keys["role"].astype(str) == "aggregated").to_numpy()  # a pool serves no request
     keep: set[int] = set()
     for cap in capacity.T:
-        able = cap > 0
+        able = (cap > 0) & alone
         off = keys[able].assign(_eff=cap[able] / keys["cost_per_hour_usd"].to_numpy()[able])
         ranked = off.sort_values(["gpu", "_eff"], ascending=[True, False], kind="stable")
         keep |= set(
             ranked.groupby("gpu", sort=True, observed=True).head(MAX_CANDIDATES_PER_GPU).index
         )
     short = sorted(keep)
-    return keys.loc[short].reset_index(drop=True), capacity[short]
+    units, unit_cap = pool_units(plan)  # issue #11: prefill + decode pools as fixed units
+    if units.empty:
+        return keys.loc[short].reset_index(drop=True), capacity[short]
+    out = pd.concat([keys.loc[short], units[list(keys.columns)]], ignore_index=True)
+    return out, np.vstack([capacity[short], unit_cap])
 
 
 def plan_over_time(

@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 
+def _worker(d: dict, role: str) -> str:
+    """'3 x tp 4' or, with an MoE layout, '1 x tp 1 ep 8 dp_attention 8 (8 GPUs)'."""
+    head = f"{d[role + '_workers']} x tp {d[role + '_tp']}"
+    ep, dp = d.get(role + "_ep", 1), d.get(role + "_dp_attention", 1)
+    if ep == 1 and dp == 1:
+        return head
+    return f"{head} ep {ep} dp_attention {dp} ({d[role + '_gpus_per_worker']} GPUs each)"
+
+
 def render_disaggregated(d: dict) -> str:
     """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost."""
     cost = d["cost_per_hour_usd"]
@@ -10,12 +19,13 @@ def render_disaggregated(d: dict) -> str:
     return "\n".join(
         [
             f"{d['model']} on {d['gpu']} {d['quant']} (KV {d['kv_dtype']}), disaggregated: "
-            f"prefill {d['prefill_workers']} x tp {d['prefill_tp']}, decode "
-            f"{d['decode_workers']} x tp {d['decode_tp']} at batch {d['decode_batch']} "
+            f"prefill {_worker(d, 'prefill')}, decode "
+            f"{_worker(d, 'decode')} at batch {d['decode_batch']} "
             f"({d['gpus']} GPUs); {d['input_len']} in / {d['output_len']} out tokens",
             f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
             f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
-            f"{d['kv_transfer_ms']:,.1f} + join decode and slot wait "
+            f"{d['kv_transfer_ms']:,.1f} over {d.get('kv_link', 'scale-out')} + join decode and "
+            f"slot wait "
             f"{d['ttft_ms'] - d['prefill_ms'] - d['prefill_wait_ms'] - d['kv_transfer_ms']:,.1f}",
             f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)",
             f"Capacity: prefill pool {d['prefill_capacity_requests_per_s']:.3g} req/s, decode "

@@ -154,7 +154,7 @@ def offered_records(plan: Plan) -> list[dict]:
     names = [c.name for c in plan.classes]
     keys, capacity = plan.offered.keys, plan.offered.capacity
     layout = ("pp", "ep", "dp_attention", "gpus_per_replica", "nodes_per_replica")
-    extra = ("speculative", "spec_tokens", "role")  # issue #11
+    extra = ("speculative", "spec_tokens", "role", "kv_link")  # issue #11
     fields = ("gpu", "tp", "quant", "kv_dtype", "batch", *layout, *extra)
     key = {k: keys[k].tolist() for k in fields}
     cost = keys["cost_per_hour_usd"].tolist()
@@ -170,6 +170,7 @@ def offered_records(plan: Plan) -> list[dict]:
             "speculative": str(key["speculative"][i]),  # issue #11
             "spec_tokens": int(key["spec_tokens"][i]),
             "role": str(key["role"][i]),  # aggregated, prefill or decode pool (issue #11)
+            "kv_link": str(key["kv_link"][i]),  # a pool's KV link (issue #11)
             "capacity_requests_per_s": float(capacity[i, j]),
             "cost_per_hour_usd": float(cost[i]),
         }

@@ -127,7 +127,9 @@ def serves(d: Deployment) -> str:
     disaggregated pool says which (issue #11)."""
     found = [n for n, load in d.load_by_class.items() if load > 1e-9]
     named = ", ".join(found or list(d.tpot_ms_by_class)) or "-"
-    return named if d.role == "aggregated" else f"{named} ({d.role} pool)"
+    if d.role == "aggregated":
+        return named
+    return f"{named} ({d.role} pool" + (", KV over NVLink)" if d.kv_link == "scale-up" else ")")
 
 
 FLEET_COLUMNS = (

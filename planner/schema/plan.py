@@ -51,6 +51,8 @@ class Deployment:
     dp_attention: int = 1
     gpus_per_replica: int = 0  # 0: tp (a line built before layouts existed)
     nodes_per_replica: int = 1
+    # a pool's KV link: scale-out, or scale-up within one node (issue #11; none: aggregated)
+    kv_link: str = "none"
 
 
 @dataclass(frozen=True)
