@@ -12,13 +12,13 @@ about 10 ms on the root of even an 8-integer MIP).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from planner.fleet.overtime import TIE_BREAK_PER_REPLICA, TimeProblem, _replica_bounds
 
-MAX_MIXES = 400_000  # listed mixes (stable or spot) beyond which the MIP path is used
+MAX_MIXES = 1_000_000  # listed mixes (stable or spot) beyond which the MIP path is used
 TOL = 1e-9
 
 
@@ -35,15 +35,35 @@ class PeriodTable:
     spot_used: np.ndarray  # front x types
     rentable: np.ndarray  # types with an on-demand price (bool)
     on_demand: np.ndarray  # $/GPU-hour per type (0 where not rentable)
+    periods: tuple[PeriodRows, ...] = ()
 
 
-def _mixes(bounds: np.ndarray) -> np.ndarray | None:
-    """Every integer vector within 0..bounds (None when there are too many)."""
-    sizes = bounds.astype(np.int64) + 1
-    if float(np.prod(sizes.astype(float))) > MAX_MIXES:
-        return None
-    grids = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
-    return np.stack([g.ravel() for g in grids], axis=1) if len(sizes) else np.zeros((1, 0))
+@dataclass(frozen=True)
+class PeriodRows:
+    """The mixes that can be a period's optimum (they serve it, spot within its share, and
+    none of their replicas is spare there), each with its spot cover and its $/hour besides
+    the stable GPUs (spot, tie-break)."""
+
+    used: np.ndarray  # rows x types
+    spot: np.ndarray  # index into the spot front
+    own_per_hour: np.ndarray
+
+
+def _mixes(bounds: np.ndarray, cap: np.ndarray, spare) -> np.ndarray | None:
+    """Integer vectors within 0..bounds that `spare` does not call dominated, built one
+    candidate at a time (a dominated partial mix stays dominated however it is extended);
+    None when the partial list outgrows MAX_MIXES."""
+    mixes = np.zeros((1, 0), dtype=np.int64)
+    for c, b in enumerate(bounds.astype(np.int64)):
+        counts = np.arange(b + 1)
+        grown = np.concatenate(
+            [np.repeat(mixes, len(counts), axis=0), np.tile(counts, len(mixes))[:, None]], axis=1
+        )
+        grown = grown[~spare(grown, cap[: c + 1])]
+        if len(grown) > MAX_MIXES:
+            return None
+        mixes = grown
+    return mixes
 
 
 def build_table(problem: TimeProblem) -> PeriodTable | None:
@@ -66,24 +86,43 @@ def build_table(problem: TimeProblem) -> PeriodTable | None:
     od = np.array([problem.prices.on_demand.get(g, 0.0) for g in types])
     rentable = np.array([g in problem.prices.on_demand for g in types])
     spot_capacity, spot_cost, spot_used = front
-    return PeriodTable(
+    table = PeriodTable(
         stable @ onehot, stable @ cap, stable.sum(1), spot_capacity, spot_cost, spot_used,
         rentable, od,
     )  # fmt: skip
+    smallest = np.where(stable > 0, cap[None, :], np.inf).min(axis=1)
+    rows = tuple(_period_rows(table, problem, p, smallest) for p in range(len(problem.hours)))
+    return replace(table, periods=rows)
+
+
+def _period_rows(
+    table: PeriodTable, problem: TimeProblem, p: int, smallest: np.ndarray
+) -> PeriodRows:
+    """The mixes a period can choose from (see PeriodRows)."""
+    demand = float(problem.demand[0, p])
+    short = demand - table.capacity
+    share = problem.spot_max_share * demand if len(table.spot_capacity) > 1 else 0.0
+    j = _spot_for(table, np.maximum(short, 0.0))
+    ok = (short <= share + TOL * (1.0 + demand)) & (j < len(table.spot_capacity))
+    ok &= table.count >= problem.min_replicas
+    spare = (table.capacity - smallest >= demand - TOL) & (table.count - 1 >= problem.min_replicas)
+    keep = np.flatnonzero(ok & ~spare)
+    jj = j[keep]
+    own = table.spot_cost[jj] + TIE_BREAK_PER_REPLICA * table.count[keep]
+    return PeriodRows(table.used[keep], jj, own)
 
 
 def _stable_mixes(problem: TimeProblem, cap: np.ndarray, peak: float) -> np.ndarray | None:
     """Stable mixes from which no replica can be dropped while still covering the peak
     period alone with the replicas the floor asks for."""
     bounds = _replica_bounds(problem, floor=problem.min_replicas).max(axis=1)
-    mixes = _mixes(bounds)
-    if mixes is None:
-        return None
-    total = mixes @ cap
-    count = mixes.sum(1)
-    smallest = np.where(mixes > 0, cap[None, :], np.inf).min(axis=1)
-    spare = (total - smallest >= peak - TOL) & (count - 1 >= problem.min_replicas)
-    return mixes[~spare]
+
+    def spare(mixes: np.ndarray, caps: np.ndarray) -> np.ndarray:
+        total, count = mixes @ caps, mixes.sum(1)
+        smallest = np.where(mixes > 0, caps[None, :], np.inf).min(axis=1)
+        return (total - smallest >= peak - TOL) & (count - 1 >= problem.min_replicas)
+
+    return _mixes(bounds, cap, spare)
 
 
 def _spot_front(problem: TimeProblem, cap: np.ndarray, onehot: np.ndarray, peak: float):
@@ -97,14 +136,17 @@ def _spot_front(problem: TimeProblem, cap: np.ndarray, onehot: np.ndarray, peak:
     if not able.any():
         return np.zeros(1), np.zeros(1), np.zeros((1, n_t))
     bounds = np.where(able, _replica_bounds(problem, problem.spot_max_share, keep).max(1), 0)
-    mixes = _mixes(bounds)
+    share = problem.spot_max_share * peak
+
+    def spare(mixes: np.ndarray, caps: np.ndarray) -> np.ndarray:
+        smallest = np.where(mixes > 0, caps[None, :], np.inf).min(axis=1)
+        return mixes @ caps - smallest >= share
+
+    mixes = _mixes(bounds, cap * keep, spare)
     if mixes is None:
         return None
     price = np.array([pr.spot.get(g, 0.0) for g in problem.gpu]) * np.array(problem.tp)
     capacity, cost = mixes @ (cap * keep), mixes @ price
-    share = problem.spot_max_share * peak
-    worth = capacity - np.where(mixes > 0, cap[None, :] * keep, np.inf).min(axis=1) < share
-    mixes, capacity, cost = mixes[worth], capacity[worth], cost[worth]
     order = np.lexsort((cost, -capacity))  # by capacity, largest first
     cheapest = np.minimum.accumulate(cost[order])  # the cheapest cover of >= that capacity
     best = order[np.r_[True, cheapest[1:] < cheapest[:-1]]]  # keep strict improvements only
@@ -139,23 +181,21 @@ def best_mix(
     column-generation price) or, with `held`, GPUs beyond those held rented on demand (and
     types that cannot be rented limited to those held). None when no mix serves it."""
     hours = float(problem.hours[p])
-    demand = float(problem.demand[0, p])
-    short = demand - table.capacity
-    share = problem.spot_max_share * demand if len(table.spot_capacity) > 1 else 0.0
-    j = _spot_for(table, np.maximum(short, 0.0))
-    ok = (short <= share + TOL * (1.0 + demand)) & (j < len(table.spot_capacity))
-    ok &= table.count >= problem.min_replicas
+    rows = table.periods[p]
+    if not len(rows.own_per_hour):
+        return None
     if held is not None:
-        over = table.used - held[None, :]
-        ok &= ~((over > TOL) & ~table.rentable[None, :]).any(axis=1)
+        over = rows.used - held[None, :]
         stable = np.maximum(over, 0.0) @ (table.on_demand * hours)
+        barred = ((over > TOL) & ~table.rentable[None, :]).any(axis=1)
+        stable = np.where(barred, math.inf, stable)
     else:
         assert gpu_cost is not None
-        stable = table.used @ gpu_cost
-    if not ok.any():
-        return None
-    jj = np.minimum(j, len(table.spot_capacity) - 1)
-    own = table.spot_cost[jj] * hours + TIE_BREAK_PER_REPLICA * hours * table.count
-    total = np.where(ok, stable + own, math.inf)
+        stable = rows.used @ gpu_cost
+    own = rows.own_per_hour * hours
+    total = stable + own
     i = int(np.argmin(total))
-    return PeriodPlan(table.used[i], table.spot_used[jj[i]], float(own[i]), float(total[i]))
+    if not math.isfinite(total[i]):
+        return None
+    used, spot = rows.used[i], table.spot_used[rows.spot[i]]
+    return PeriodPlan(used, spot, float(own[i]), float(total[i]))
