@@ -177,3 +177,22 @@ def test_the_shipped_owned_fleet_closes_under_default_options(catalog):
     assert sol.status == "optimal" and sol.gap == 0.0
     assert sol.owned["h100-sxm"] > 0 and sol.cost_by_tier["owned"] > 0
     assert sol.total_cost - sol.lower_bound <= 1e-4 * sol.total_cost
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_branch_and_price_with_period_mips_instead_of_enumeration(problem):
+    """The general path (every period priced and solved by its own MIP, for problems that
+    cannot be enumerated) finds the same optimum."""
+    from planner.fleet.overtime_prices import solve_by_prices
+
+    model, lay = build_time_model(problem)
+    plain = solve(model, EXACT)
+    start = overtime._warm_start(problem, model, lay, OPTIONS)
+    if start is None:
+        start = plain.values
+    found = solve_by_prices(problem, model, lay, start, OPTIONS, table=None)
+    assert found is not None and found.values is not None
+    assert overtime._within(model, found.values)
+    assert found.objective == pytest.approx(plain.objective, rel=1e-5, abs=1e-6)
+    assert found.bound <= plain.objective * (1 + 1e-6) + 1e-6

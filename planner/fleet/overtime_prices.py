@@ -366,6 +366,8 @@ def _explore(search: _Search, pool: _Pool, parent: float, lo: np.ndarray, hi: np
     """Bound one box, try its rounded held counts, and split it (or close it)."""
     lb, values = _generate(search.problem, pool, search.held, lo, hi, search.options, search.table)
     lb = max(lb, parent)
+    if values is None and lb < math.inf:  # the master failed (not infeasible): keep its bound
+        search.leaves.append(lb)
     if values is None or _done(search.best_cost, lb, search.options):
         return []
     for counts in (np.rint(values), np.floor(values + 1e-9), np.ceil(values - 1e-9)):
