@@ -196,3 +196,23 @@ def test_branch_and_price_with_period_mips_instead_of_enumeration(problem):
     assert overtime._within(model, found.values)
     assert found.objective == pytest.approx(plain.objective, rel=1e-5, abs=1e-6)
     assert found.bound <= plain.objective * (1 + 1e-6) + 1e-6
+
+
+def test_a_search_stopped_at_its_node_limit_hands_its_plan_and_bound_to_the_whole_mip(
+    monkeypatch,
+):
+    """One box only: branch-and-price stops short, the whole MIP starts from its plan, and
+    the answer is the same optimum, its bound no weaker than either's."""
+    from planner.fleet import overtime_prices
+
+    small = replace(POINT_ZERO, demand=POINT_ZERO.demand[:, :4], hours=POINT_ZERO.hours[:4])
+    full = solve_time(small, OPTIONS)
+    seen = []
+    real = overtime._with_bound
+    monkeypatch.setattr(overtime_prices, "MAX_NODES", 1)
+    monkeypatch.setattr(overtime, "_with_bound", lambda *a: seen.append(a[2]) or real(*a))
+    stopped = solve_time(small, OPTIONS)
+    assert seen and seen[0].status == "time_limit"
+    assert stopped.status == "optimal"
+    assert stopped.total_cost == pytest.approx(full.total_cost, rel=2e-6)
+    assert stopped.lower_bound >= seen[0].bound - 1e-6
