@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from planner.fleet import overtime
@@ -21,9 +21,10 @@ OPTIONS = SolverOptions(relative_gap=1e-6)
 
 
 @st.composite
-def problems(draw) -> TimeProblem:
+def problems(draw, inventory: bool = False) -> TimeProblem:
     """Tiny one-class problems: 2-4 candidates on 1-3 GPU types, 2-5 periods, reserved and
-    owned on some types, spot on some, a replica floor of 0-2."""
+    owned on some types, spot on some, a replica floor of 0-2 (and with `inventory`, a limit
+    of 4-40 GPUs on some types)."""
     n_t = draw(st.integers(1, 3))
     n_c = draw(st.integers(2, 4))
     types = [f"g{i}" for i in range(n_t)]
@@ -43,6 +44,7 @@ def problems(draw) -> TimeProblem:
         prices=TierPrices(on_demand=od, reserved=reserved, owned=owned, spot=spot),
         spot_max_share=draw(st.sampled_from([0.0, 0.3])), preemption_overhead=0.1,
         min_replicas=draw(st.integers(0, 2)),
+        inventory={g: draw(st.integers(4, 40)) for g in used if inventory and draw(st.booleans())},
     )  # fmt: skip
 
 
@@ -179,15 +181,16 @@ def test_the_shipped_owned_fleet_closes_under_default_options(catalog):
     assert sol.total_cost - sol.lower_bound <= 1e-4 * sol.total_cost
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(inventory=True))
 def test_branch_and_price_with_period_mips_instead_of_enumeration(problem):
     """The general path (every period priced and solved by its own MIP, for problems that
-    cannot be enumerated) finds the same optimum."""
+    cannot be enumerated, here with inventory limits) finds the same optimum."""
     from planner.fleet.overtime_prices import solve_by_prices
 
     model, lay = build_time_model(problem)
     plain = solve(model, EXACT)
+    assume(plain.status == "optimal")
     start = overtime._warm_start(problem, model, lay, OPTIONS)
     if start is None:
         start = plain.values

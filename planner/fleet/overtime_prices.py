@@ -137,61 +137,50 @@ def _master(problem: TimeProblem, pool: _Pool, held: _Held, lo: np.ndarray, hi: 
     within [lo, hi], on-demand GPUs for the rest."""
     types = problem.gpu_types
     n_t, n_p = len(types), len(problem.hours)
-    inv = {i: float(problem.inventory[g]) for i, g in enumerate(types) if g in problem.inventory}
-    conv = np.arange(n_p)
+    inv_types = [i for i, g in enumerate(types) if g in problem.inventory]
+    inv_at = np.full(n_t, -1)
+    inv_at[inv_types] = np.arange(len(inv_types))
     gpu_rows = n_p + np.arange(n_t * n_p).reshape(n_t, n_p)
-    inv_rows = {i: n_p + n_t * n_p + k * n_p + np.arange(n_p) for k, i in enumerate(inv)}
-    rows, cols, vals, cost, lower, upper = [], [], [], [], [], []
-    col = 0
-    sizes = []
-    for p in range(n_p):
-        sizes.append(len(pool.cost[p]))
-        for used, spot, c in zip(pool.used[p], pool.spot[p], pool.cost[p], strict=True):
-            nz = np.flatnonzero(used)
-            rows += [conv[p], *gpu_rows[nz, p]]
-            cols += [col] * (1 + len(nz))
-            vals += [1.0, *used[nz]]
-            for i, r in inv_rows.items():
-                if spot[i] > 0:
-                    rows.append(r[p])
-                    cols.append(col)
-                    vals.append(float(spot[i]))
-            cost.append(c)
-            col += 1
-    lower += [0.0] * col
-    upper += [np.inf] * col
-    held_at = np.arange(col, col + len(held.columns))
+    inv_block = n_p + n_t * n_p + np.arange(len(inv_types) * n_p).reshape(-1, n_p)
+    inv_rows = {t: inv_block[k] for k, t in enumerate(inv_types)}
+    sizes = [len(c) for c in pool.cost]
+    period = np.repeat(np.arange(n_p), sizes)
+    used = np.array([u for us in pool.used for u in us]).reshape(-1, n_t)
+    spot = np.array([u for us in pool.spot for u in us]).reshape(-1, n_t)
+    n_l = len(period)
+    parts = [(period, np.arange(n_l), np.ones(n_l))]  # convexity
+    k, t = np.nonzero(used)
+    parts.append((gpu_rows[t, period[k]], k, used[k, t]))
+    k, t = np.nonzero(spot * (inv_at >= 0)[None, :])
+    parts.append((inv_block[inv_at[t], period[k]], k, spot[k, t]))
+    held_at = n_l + np.arange(len(held.columns))
     for j, t in enumerate(held.type_of):
-        rows += [*gpu_rows[t]] + ([*inv_rows[t]] if t in inv_rows else [])
-        n_rows_here = n_p + (n_p if t in inv_rows else 0)
-        cols += [col] * n_rows_here
-        vals += [-1.0] * n_p + ([1.0] * n_p if t in inv_rows else [])
-        cost.append(float(held.price[j]))
-        col += 1
-    lower += list(lo)
-    upper += list(hi)
-    for i, g in enumerate(types):
-        if g not in problem.prices.on_demand:
-            continue
-        for p in range(n_p):
-            rows += [gpu_rows[i, p]] + ([inv_rows[i][p]] if i in inv_rows else [])
-            cols += [col] * (2 if i in inv_rows else 1)
-            vals += [-1.0] + ([1.0] if i in inv_rows else [])
-            cost.append(problem.prices.on_demand[g] * float(problem.hours[p]))
-            lower.append(0.0)
-            upper.append(np.inf)
-            col += 1
-    n_rows = n_p + n_t * n_p + len(inv) * n_p
-    row_lower = np.concatenate([np.ones(n_p), np.full(n_rows - n_p, -np.inf)])
-    row_upper = np.concatenate(
-        [np.ones(n_p), np.zeros(n_t * n_p), *[np.full(n_p, v) for v in inv.values()]]
-    )
+        parts.append((gpu_rows[t], np.full(n_p, held_at[j]), -np.ones(n_p)))
+        if t in inv_rows:
+            parts.append((inv_rows[t], np.full(n_p, held_at[j]), np.ones(n_p)))
+    rent = [i for i, g in enumerate(types) if g in problem.prices.on_demand]
+    rent_at = held_at[-1] + 1 if len(held_at) else n_l
+    o = rent_at + np.arange(len(rent) * n_p).reshape(-1, n_p)
+    for r, i in enumerate(rent):
+        parts.append((gpu_rows[i], o[r], -np.ones(n_p)))
+        if i in inv_rows:
+            parts.append((inv_rows[i], o[r], np.ones(n_p)))
+    od = [problem.prices.on_demand[types[i]] * problem.hours for i in rent]
+    cost = np.concatenate([np.concatenate(pool.cost), held.price, *od])
+    n_rows = n_p + n_t * n_p + len(inv_types) * n_p
+    inv_cap = [np.full(n_p, float(problem.inventory[types[i]])) for i in inv_types]
     model = Model(
-        cost=np.array(cost), lower=np.array(lower, float), upper=np.array(upper, float),
-        integer=np.zeros(col, dtype=bool), rows=np.array(rows, int), cols=np.array(cols, int),
-        values=np.array(vals, float), row_lower=row_lower, row_upper=row_upper,
-    )  # fmt: skip
-    return _Master(model, sizes, held_at, gpu_rows, inv_rows, conv)
+        cost=cost,
+        lower=np.concatenate([np.zeros(n_l), lo, np.zeros(o.size)]),
+        upper=np.concatenate([np.full(n_l, np.inf), hi, np.full(o.size, np.inf)]),
+        integer=np.zeros(len(cost), dtype=bool),
+        rows=np.concatenate([q[0] for q in parts]).astype(int),
+        cols=np.concatenate([q[1] for q in parts]).astype(int),
+        values=np.concatenate([q[2] for q in parts]).astype(float),
+        row_lower=np.concatenate([np.ones(n_p), np.full(n_rows - n_p, -np.inf)]),
+        row_upper=np.concatenate([np.ones(n_p), np.zeros(n_t * n_p), *inv_cap]),
+    )
+    return _Master(model, sizes, held_at, gpu_rows, inv_rows, np.arange(n_p))
 
 
 def _generate(
