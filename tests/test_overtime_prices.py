@@ -24,7 +24,7 @@ OPTIONS = SolverOptions(relative_gap=1e-6)
 def problems(draw, inventory: bool = False) -> TimeProblem:
     """Tiny one-class problems: 2-4 candidates on 1-3 GPU types, 2-5 periods, reserved and
     owned on some types, spot on some, a replica floor of 0-2 (and with `inventory`, a limit
-    of 4-40 GPUs on some types)."""
+    of 2-16 GPUs on some types)."""
     n_t = draw(st.integers(1, 3))
     n_c = draw(st.integers(2, 4))
     types = [f"g{i}" for i in range(n_t)]
@@ -44,7 +44,7 @@ def problems(draw, inventory: bool = False) -> TimeProblem:
         prices=TierPrices(on_demand=od, reserved=reserved, owned=owned, spot=spot),
         spot_max_share=draw(st.sampled_from([0.0, 0.3])), preemption_overhead=0.1,
         min_replicas=draw(st.integers(0, 2)),
-        inventory={g: draw(st.integers(4, 40)) for g in used if inventory and draw(st.booleans())},
+        inventory={g: draw(st.integers(2, 16)) for g in used if inventory and draw(st.booleans())},
     )  # fmt: skip
 
 
