@@ -19,7 +19,7 @@ from planner.render.json import plan_dict, to_json
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
 # the plans that take over a second (the diurnal plan over time: 3-6 s) are slow
-SLOW = {"diurnal-chatbot", "mixed-traffic"}
+SLOW = {"diurnal-chatbot", "mixed-traffic", "owned-fleet"}
 GOLDEN = Path(__file__).resolve().parent / "golden"
 REL_TOL = 1e-6
 

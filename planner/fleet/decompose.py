@@ -26,9 +26,18 @@ def column_blocks(model: Model, blocks: list[np.ndarray]) -> np.ndarray:
 def solve_by_blocks(
     model: Model, block: np.ndarray, fixed: np.ndarray, options: SolverOptions
 ) -> np.ndarray | None:
+    """`solve_blocks`'s point alone."""
+    return solve_blocks(model, block, fixed, options)[0]
+
+
+def solve_blocks(
+    model: Model, block: np.ndarray, fixed: np.ndarray, options: SolverOptions
+) -> tuple[np.ndarray | None, float]:
     """A point of `model` with the columns of block -1 at `fixed` and every block solved on
     its own (each row touches one block once those are fixed), from `fixed`'s values in the
-    block where they are a feasible start; None if a block has no plan."""
+    block where they are a feasible start; None if a block has no plan. Also a proven
+    bound on any point with those columns fixed: theirs plus every block's solver bound (inf
+    when a block is infeasible)."""
     free = block >= 0
     x = np.where(free, 0.0, fixed)
     held = ~free[model.cols]
@@ -42,15 +51,17 @@ def solve_by_blocks(
     if (row_block[model.rows[entries]] != entry_block).any():
         raise ValueError("a row couples two blocks: the model does not split this way")
     if not _fixed_rows_hold(model, row_block, activity):
-        return None
+        return None, np.inf
     order = np.argsort(entry_block, kind="stable")
+    bound = float(model.cost[~free] @ x[~free])
     for b, cols, part_entries in _blocks(block, entry_block[order], entries[order]):
         part = _sub_model(model, cols, np.flatnonzero(row_block == b), part_entries, activity)
         found = solve(replace(part, start=fixed[cols]), options)
         if found.values is None:
-            return None
+            return None, (np.inf if found.status == "infeasible" else -np.inf)
         x[cols] = found.values
-    return x
+        bound += found.bound
+    return x, bound
 
 
 def _fixed_rows_hold(model: Model, row_block: np.ndarray, activity: np.ndarray) -> bool:

@@ -482,6 +482,9 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
     solver's own bound), or infeasible."""
     model, lay = build_time_model(problem)
     lp = solve(model.relaxed(), options)
+    priced = _by_prices(problem, model, lay, lp, options)  # issues 13, 14, 16
+    if priced is not None and priced.status == "optimal":
+        return _time_solution(problem, lay, priced, priced.bound)
     by_period = _period_start(problem, model, lay, lp, options)  # issue 16
     start: np.ndarray | None
     if by_period is not None and _closed(model, by_period, lp.objective, options):
@@ -489,10 +492,14 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
     else:
         rounded, lp_bound = _rounded_start(problem, model, lay, options, lp)
         start = _better(model, _warm_start(problem, model, lay, options), rounded, by_period)
+    if priced is not None:  # branch-and-price stopped at its node limit: its plan and bound
+        start, lp_bound = _better(model, start, priced.values), max(lp_bound, priced.bound)
     if start is not None and _closed(model, start, lp_bound, options):
         outcome = Outcome("optimal", 0.0, start, float(model.cost @ start), lp_bound)
     else:
         outcome = solve(replace(model, start=start), options)
+        if priced is not None:
+            outcome = _with_bound(model, outcome, priced, options)
     types = tuple(problem.gpu_types)
     n_c, n_p = len(problem.gpu), len(problem.hours)
     if outcome.status == "none":
@@ -508,6 +515,43 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
             outcome.seconds, types,
         )  # fmt: skip
     return _time_solution(problem, lay, outcome, _bound(model, outcome, options))
+
+
+def _by_prices(
+    problem: TimeProblem, model: Model, lay: TimeLayout, lp: Outcome, options: SolverOptions
+) -> Outcome | None:
+    """The branch-and-price path (`fleet.overtime_prices`) where every period can be solved
+    by enumeration (`fleet.overtime_enum`: one class, no inventory limit); else None."""
+    from planner.fleet.overtime_enum import build_table
+    from planner.fleet.overtime_prices import solve_by_prices
+
+    if lp.status != "optimal" or options.backend != "highs":
+        return None
+    table = build_table(problem)
+    if table is None:
+        return None
+    start = _warm_start(problem, model, lay, options)
+    if start is None:
+        return None
+    return solve_by_prices(problem, model, lay, start, options, table)
+
+
+def _with_bound(model: Model, outcome: Outcome, priced: Outcome, options: SolverOptions) -> Outcome:
+    """The whole MIP's outcome with the better of its bound and branch-and-price's (and of
+    their plans); optimal when they meet within the gap."""
+    x = _better(model, outcome.values, priced.values)
+    if x is None:
+        return outcome
+    cost, bound = float(model.cost @ x), max(outcome.bound, priced.bound)
+    if not math.isfinite(bound):
+        bound = priced.bound
+    status = outcome.status
+    if status in ("none", "time_limit"):
+        status = "optimal" if _closed(model, x, bound, options) else "time_limit"
+    limit = "" if status == "optimal" else (outcome.limit or "nodes")
+    return replace(
+        outcome, status=status, values=x, objective=cost, bound=min(bound, cost), limit=limit
+    )
 
 
 def _closed(model: Model, start: np.ndarray, bound: float, options: SolverOptions) -> bool:

@@ -113,6 +113,8 @@ class Outcome:
     objective: float = math.nan
     bound: float = math.nan
     limit: Literal["", "nodes", "clock"] = ""  # what stopped a solve short of its gap
+    # an LP's row duals (HiGHS's sign: d objective / d row bound), for column generation
+    duals: np.ndarray | None = None
 
 
 def _backend(options: SolverOptions) -> pulp.LpSolver:
@@ -246,8 +248,10 @@ def _solve_model(model: Model, options: SolverOptions) -> Outcome:
         return Outcome(status, seconds, limit=limit)
     values = np.asarray(h.getSolution().col_value, dtype=float)
     objective = float(info.objective_function_value)
-    bound = float(info.mip_dual_bound) if model.integer.any() else objective
-    return Outcome(status, seconds, values, objective, min(bound, objective), limit)
+    is_mip = bool(model.integer.any())
+    bound = float(info.mip_dual_bound) if is_mip else objective
+    duals = None if is_mip else np.asarray(h.getSolution().row_dual, dtype=float)
+    return Outcome(status, seconds, values, objective, min(bound, objective), limit, duals)
 
 
 def _highs_options(h: object, options: SolverOptions) -> None:
