@@ -460,3 +460,19 @@ def test_fleet_table_names_the_class_each_row_serves():
     names = {c["name"] for c in classes}
     body = "\n".join(lines[head + 2 : head + 12])
     assert any(n in body for n in names)
+
+
+def test_solve_json_carries_the_api_comparison_the_terminal_prints():
+    """#13: solve's JSON had only the cheapest API at the peak around the clock ($13,724 a
+    month for diurnal-chatbot) while the terminal compared its bill for the tokens served
+    ($10,354) with the plan over time's average month; both figures are in the JSON now."""
+    path = str(ROOT / "scenarios" / "build-vs-api.yaml")
+    data = json.loads(invoke("solve", path, "--json", "--no-export").output)
+    text = invoke("solve", path, "--no-export", "--wide").output
+    line = next(li for li in text.splitlines() if li.startswith("Cheapest API:"))
+    assert f"${data['cheapest_api_monthly_usd']:,.0f}/month" in line
+    assert f"${data['self_hosted_monthly_usd']:,.0f}/month" in line
+    assert data["self_hosted_basis"] in line
+    ot = data["over_time"]
+    assert data["self_hosted_monthly_usd"] == pytest.approx(ot["total_cost_usd"] / 12)
+    assert data["cheapest_api_monthly_usd"] < data["cheapest_api"]["monthly_cost_usd"]
