@@ -476,3 +476,12 @@ def test_solve_json_carries_the_api_comparison_the_terminal_prints():
     ot = data["over_time"]
     assert data["self_hosted_monthly_usd"] == pytest.approx(ot["total_cost_usd"] / 12)
     assert data["cheapest_api_monthly_usd"] < data["cheapest_api"]["monthly_cost_usd"]
+
+
+def test_api_prices_per_1m_print_in_cents_at_least():
+    """#13: compare printed 0.1 beside 0.05 and 0.24 ($0.1/$0.28 per 1M in solve's text)."""
+    from planner.render.text import per_1m
+
+    assert [per_1m(v) for v in (0.1, 0.05, 0.035, 1.2, 12.0, 0.0)] == [
+        "0.10", "0.05", "0.035", "1.20", "12.00", "0.00",
+    ]  # fmt: skip
