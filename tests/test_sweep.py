@@ -390,6 +390,24 @@ def test_the_point_table_keeps_words_whole_with_many_long_inputs(grid_result, mo
     assert "workload.requests_per_second" in wide.splitlines()[2]  # full names when wide
 
 
+def test_a_plan_over_time_stopped_at_the_limit_is_a_time_limit_row(catalog):
+    """A Monte Carlo point of diurnal-chatbot whose plan over time stopped at the limit (gap
+    1.3%) read `optimal`, the steady fleet's status, with the gap only in `reason`."""
+    from dataclasses import replace
+
+    from planner.planning.pipeline import plan
+
+    scenario, cat = load_scenario(Path(MOE).parent / "build-vs-api.yaml", catalog)
+    result = plan(scenario, cat)
+    assert tables.outcome_of_plan(result)["status"] == "optimal"
+    tp = result.over_time
+    bound = tp.solution.total_cost * (1 - 0.013)
+    stopped = replace(tp, solution=replace(tp.solution, status="time_limit", lower_bound=bound))
+    row = tables.outcome_of_plan(replace(result, over_time=stopped))
+    assert row["status"] == "time_limit"
+    assert row["reason"] == "plan over time: solver gap 1.30%"
+
+
 # ---- Ray ------------------------------------------------------------------------------
 
 
