@@ -2,7 +2,8 @@
 
     python benchmarks/finance_evidence.py [section ...] > benchmarks/results/finance_evidence.md
 
-Sections (default: all, in this order): volume, solves, compare, pages, widths, energy.
+Sections (default: all, in this order): volume, solves, compare, workbook, pages, widths,
+energy.
 Every figure is read from the planner's public functions and JSON (`plan`, `plan_dict`,
 `read_back`, `planner ... --json`), so the script runs against whatever the model and the
 solver become. One run plans every shipped scenario once in process (timed), writes its
@@ -65,7 +66,7 @@ def shipped() -> list[Path]:
 def owned_variant() -> Path:
     """diurnal-chatbot.yaml with an `owned:` section (see OWNED)."""
     doc = yaml.safe_load((SCENARIOS / "diurnal-chatbot.yaml").read_text(encoding="utf-8"))
-    doc["name"] = "diurnal-chatbot+owned"
+    doc["name"] = "diurnal-chatbot-owned"
     doc["finance"]["owned"] = OWNED
     path = TMP / "diurnal-chatbot-owned.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -162,7 +163,7 @@ def section_solves(plans: dict[str, Planned]) -> list[str]:
         "",
         "Each solve as `Plan.solves` records it (backend, status, gap to the bound, solver "
         "seconds, the limit); the last row of a scenario times the whole `plan()` call "
-        "(grid, every solve) in this process. `diurnal-chatbot+owned` adds "
+        "(grid, every solve) in this process. `diurnal-chatbot-owned` adds "
         f"`finance.owned: {json.dumps(OWNED)}` (hypothetical purchase price, for the MIP "
         "with owned GPUs).",
         "",
@@ -254,6 +255,60 @@ def _sheet_check(book: Path, d: dict) -> str:
         f"`read_back`) against `compare --json`: {matched} of {len(d['apis'])} offerings "
         f"matched by provider and endpoint, largest relative difference {worst:.1e}."
     )
+
+
+# ---- 3b. workbook against JSON ---------------------------------------------------------------
+
+# Summary key -> the plan JSON's figure (a key or a function of the JSON)
+SUMMARY_VS_JSON = {
+    "total_cost_per_hour_usd": "total_cost_per_hour_usd",
+    "monthly_cost_usd": "monthly_cost_usd",
+    "cost_per_1k_output_tokens_usd": "cost_per_1k_output_tokens_usd",
+    "cost_per_1m_tokens_usd": "cost_per_1m_tokens_usd",
+    "total_gpus": "total_gpus",
+    "cheapest_api_monthly_cost_usd": "cheapest_api_monthly_usd",
+    "energy_wh_per_1k_output_tokens": "energy_wh_per_1k_output_tokens",
+    "co2_g_per_1k_output_tokens": lambda d: (d.get("energy") or {}).get(
+        "co2_g_per_1k_output_tokens"
+    ),
+    "api_saving_monthly_usd": lambda d: (
+        None
+        if d.get("cheapest_api_monthly_usd") is None
+        else d["cheapest_api_monthly_usd"] - d["self_hosted_monthly_usd"]
+    ),
+}
+
+
+def _compare_summary(p: Planned) -> list[object]:
+    cells = read_back(p.book)
+    worst, checked, off = 0.0, 0, []
+    for key, source in SUMMARY_VS_JSON.items():
+        want = source(p.data) if callable(source) else p.data.get(source)
+        got = cells.get(key)
+        if not isinstance(want, (int, float)) or not isinstance(got, (int, float)):
+            continue
+        checked += 1
+        rel = abs(got - want) / max(abs(want), 1e-12)
+        worst = max(worst, rel)
+        if rel > 1e-6:
+            off.append(f"{key} {got:.6g} vs {want:.6g}")
+    return [p.name, checked, f"{worst:.1e}", "; ".join(off) or "-"]
+
+
+def section_workbook(plans: dict[str, Planned]) -> list[str]:
+    """Every shipped workbook's Summary figures (formulas re-evaluated from the workbook's
+    own inputs) against the plan's JSON."""
+    rows = [_compare_summary(p) for p in plans.values() if p.book is not None]
+    return [
+        "## 3b. Workbook Summary against the JSON (every shipped scenario)",
+        "",
+        "Summary cells re-evaluated by `read_back` (the workbook's formulas over its own "
+        "input cells) against `plan_dict`: $/h, $/month, $ per 1K and per 1M tokens, GPUs, "
+        "the cheapest API's bill and the saving against it, energy and CO2.",
+        "",
+        table(["scenario", "figures compared", "largest relative difference", "off"], rows),
+        "",
+    ]
 
 
 # ---- 4. pages -------------------------------------------------------------------------------
@@ -433,7 +488,7 @@ def section_energy(plans: dict[str, Planned]) -> list[str]:
     return out
 
 
-SECTIONS = ("volume", "solves", "compare", "pages", "widths", "energy")
+SECTIONS = ("volume", "solves", "compare", "workbook", "pages", "widths", "energy")
 
 
 def main(argv: list[str]) -> None:

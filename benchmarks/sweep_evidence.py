@@ -99,7 +99,7 @@ def _same_tables(a: pd.DataFrame, b: pd.DataFrame) -> bool:
             close = (x - y).abs() <= 1e-9 * y.abs().clip(lower=1)
             if not (close | (x.isna() & y.isna())).all():
                 return False
-        elif x.fillna("").astype(str).tolist() != y.fillna("").astype(str).tolist():
+        elif x.astype("string").fillna("").tolist() != y.astype("string").fillna("").tolist():
             return False
     return True
 
