@@ -649,7 +649,8 @@ def _estimate_disaggregated(ctx, req, shape: tuple, moe: tuple) -> None:
     given = replace(req, batch=ctx.params.get("batch"))  # None: the engine's max_num_seqs
     out = estimate_disaggregated(given, pools, _catalog(ctx))
     as_json = ctx.params.get("as_json")
-    _echo(to_json(out) if as_json else render_disaggregated(out), nl=not as_json)
+    text = to_json(out) if as_json else render_disaggregated(out, _layout(ctx.params["wide"]))
+    _echo(text, nl=not as_json)
 
 
 @cli.command(name="catalog")

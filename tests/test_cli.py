@@ -377,6 +377,31 @@ WIDTH_COMMANDS = [
     ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--quant", "fp8"],
     # issue #13: every command at 100 columns (validate was 209 wide, sweep's prose 112)
     ["catalog", "models"],
+    # estimate --disaggregated was 138 wide: its lines were not wrapped
+    [
+        "estimate",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100-sxm",
+        "--quant",
+        "fp8",
+        "--disaggregated",
+        "--prefill-tp",
+        "4",
+        "--prefill-workers",
+        "3",
+        "--decode-tp",
+        "4",
+        "--batch",
+        "48",
+        "--input-len",
+        "16384",
+        "--output-len",
+        "256",
+        "--rate",
+        "3",
+    ],
     ["validate", str(ROOT / "data" / "calibration" / "measured_public.csv")],
     [
         "sweep",
@@ -435,3 +460,28 @@ def test_fleet_table_names_the_class_each_row_serves():
     names = {c["name"] for c in classes}
     body = "\n".join(lines[head + 2 : head + 12])
     assert any(n in body for n in names)
+
+
+def test_solve_json_carries_the_api_comparison_the_terminal_prints():
+    """#13: solve's JSON had only the cheapest API at the peak around the clock ($13,724 a
+    month for diurnal-chatbot) while the terminal compared its bill for the tokens served
+    ($10,354) with the plan over time's average month; both figures are in the JSON now."""
+    path = str(ROOT / "scenarios" / "build-vs-api.yaml")
+    data = json.loads(invoke("solve", path, "--json", "--no-export").output)
+    text = invoke("solve", path, "--no-export", "--wide").output
+    line = next(li for li in text.splitlines() if li.startswith("Cheapest API:"))
+    assert f"${data['cheapest_api_monthly_usd']:,.0f}/month" in line
+    assert f"${data['self_hosted_monthly_usd']:,.0f}/month" in line
+    assert data["self_hosted_basis"] in line
+    ot = data["over_time"]
+    assert data["self_hosted_monthly_usd"] == pytest.approx(ot["total_cost_usd"] / 12)
+    assert data["cheapest_api_monthly_usd"] < data["cheapest_api"]["monthly_cost_usd"]
+
+
+def test_api_prices_per_1m_print_in_cents_at_least():
+    """#13: compare printed 0.1 beside 0.05 and 0.24 ($0.1/$0.28 per 1M in solve's text)."""
+    from planner.render.text import per_1m
+
+    assert [per_1m(v) for v in (0.1, 0.05, 0.035, 1.2, 12.0, 0.0)] == [
+        "0.10", "0.05", "0.035", "1.20", "12.00", "0.00",
+    ]  # fmt: skip

@@ -870,6 +870,11 @@ def test_every_sheet_has_print_setup_and_charts_start_a_page(time_written):
             assert top <= 2 or top - 1 in breaks, (ws.title, top, breaks)
     last = get_column_letter(len(CANDIDATE_COLUMNS))  # U before the layout columns (Z now)
     assert wb["Candidates"].print_area.endswith(f"${last}${len(wb['Candidates']['A'])}")
+    # the Charts sheet prints its charts, not the point tables below them (#13: mixed-traffic
+    # printed 11 Charts pages, 9 of them chart data)
+    charts = wb["Charts"]
+    assert charts.max_row >= export.CHART_TABLE_ROW  # the tables are there ...
+    assert int(charts.print_area.rsplit("$", 1)[1]) < export.CHART_TABLE_ROW  # ... but do not print
 
 
 def test_per_token_costs_show_their_digits_beside_per_1m(time_written):

@@ -164,3 +164,34 @@ def test_every_sweep_chart_draws_in_chromium(browser, sweep_page, tmp_path):
     drawn = _drawn(browser, path, tmp_path / "sweep.png")
     assert list(drawn) == [c.id for c in report.charts]
     assert all(n >= 1 for n in drawn.values()), drawn
+
+
+def test_the_break_even_chart_draws_every_api_its_title_speaks_of(plan_page, catalog):
+    """#13: the title counted every API's crossing but the chart drew the cheapest API only
+    (diurnal-chatbot: "where self-hosting becomes cheaper" over two lines that never met)."""
+    report, _ = plan_page
+    chart = next(c for c in report.charts if c.id == "breakeven")
+    own, apis = chart.series[0], chart.series[1:]
+    scenario, cat = load_scenario(ROOT / "scenarios" / "build-vs-api.yaml", catalog)
+    labels = {f"{q.provider} {q.provider_model_id}" for q in plan(scenario, cat).api_quotes}
+    assert {s.name for s in apis} == {f"API: {label}" for label in labels}
+    crosses = [
+        s.name
+        for s in apis
+        if any(a > o for a, o in zip(s.y, own.y, strict=True))
+        and any(a < o for a, o in zip(s.y, own.y, strict=True))
+    ]
+    assert crosses, "build-vs-api: some API line crosses the self-hosted line"
+    assert chart.title == "Build vs buy: where self-hosting becomes cheaper"
+
+
+def test_chart_colours_never_repeat():
+    """#13: colours repeated after 10 series (12 APIs on the break-even chart)."""
+    from planner.planning.report import Chart, Series
+    from planner.render.html import _plotly, _trace
+
+    go, _ = _plotly()
+    series = tuple(Series(f"s{i}", [1, 2], [i, i + 1]) for i in range(25))
+    chart = Chart("x", "t", "line", "x", "y", series)
+    colours = [_trace(go, chart, s, i).line.color for i, s in enumerate(series)]
+    assert len(set(colours)) == len(colours)

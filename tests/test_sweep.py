@@ -359,6 +359,55 @@ def test_cli_monte_carlo_text_has_percentiles(tmp_path):
     assert "seed 11" in res.output and "P10" in res.output and "P90" in res.output
 
 
+def test_the_point_table_keeps_words_whole_with_many_long_inputs(grid_result, monkeypatch):
+    """#13/#14: four long keys at 100 columns were folded into 6-column strips and the
+    status broke as `optima` / `l`; now the inputs are #1.. with a legend, numbers unbroken,
+    and $ per 1K output tokens has the digits it needs."""
+    from dataclasses import replace
+
+    from planner.render.sweep import render_sweep
+    from planner.render.tables import Layout
+
+    monkeypatch.setenv("COLUMNS", "100")
+    keys = (
+        "workload.requests_per_second",
+        "finance.growth_per_month",
+        "finance.reserved.discount_vs_on_demand",
+        "hardware.pricing.usd_per_gpu_hour.b200",
+    )
+    frame = grid_result.table.copy()
+    for i, k in enumerate(keys):
+        frame[k] = [0.000373 + i + j / 7 for j in range(len(frame))]
+    text = render_sweep(replace(grid_result, keys=keys, table=frame))
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert "Inputs: #1 workload.requests_per_second; #2 finance.growth_per_month" in text
+    planned = frame["status"].eq("optimal").sum()
+    assert sum(" optimal " in f"{line} " for line in lines) == planned
+    assert "0.000373" in text  # 3 significant digits, not folded
+    assert not any(line.rstrip().endswith("optima") for line in lines)
+    wide = render_sweep(replace(grid_result, keys=keys, table=frame), Layout(wide=True))
+    assert "workload.requests_per_second" in wide.splitlines()[2]  # full names when wide
+
+
+def test_a_plan_over_time_stopped_at_the_limit_is_a_time_limit_row(catalog):
+    """A Monte Carlo point of diurnal-chatbot whose plan over time stopped at the limit (gap
+    1.3%) read `optimal`, the steady fleet's status, with the gap only in `reason`."""
+    from dataclasses import replace
+
+    from planner.planning.pipeline import plan
+
+    scenario, cat = load_scenario(Path(MOE).parent / "build-vs-api.yaml", catalog)
+    result = plan(scenario, cat)
+    assert tables.outcome_of_plan(result)["status"] == "optimal"
+    tp = result.over_time
+    bound = tp.solution.total_cost * (1 - 0.013)
+    stopped = replace(tp, solution=replace(tp.solution, status="time_limit", lower_bound=bound))
+    row = tables.outcome_of_plan(replace(result, over_time=stopped))
+    assert row["status"] == "time_limit"
+    assert row["reason"] == "plan over time: solver gap 1.30%"
+
+
 # ---- Ray ------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from planner.perf.candidates import Price
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
+from planner.planning.lines import chosen, key_fields
 from planner.planning.pipeline import allowed_gpus, evaluate_classes, request_classes
 from planner.schema.scenario import Job, Scenario
 from planner.units import SECONDS_PER_HOUR, TOKENS_PER_1M
@@ -183,21 +184,13 @@ def _too_slow(problem: JobProblem, options: SolverOptions) -> str:
 
 
 def _lines(offered: Offered, problem: JobProblem, solution: JobSolution, prices):
-    for i in np.flatnonzero(solution.replicas):
-        key = offered.keys.iloc[i]
-        n = int(solution.replicas[i])
+    for i, key, n in chosen(solution.replicas, offered.keys):
         hours = float(solution.replica_hours[i])
         if hours <= 0:
             continue
         price = prices[str(key["gpu"])]
         yield JobLine(
-            gpu=str(key["gpu"]),
-            tp=int(key["tp"]),
-            quant=str(key["quant"]),
-            kv_dtype=str(key["kv_dtype"]),
-            batch=int(key["batch"]),
-            replicas=n,
-            gpus=n * int(key["gpus_per_replica"]),
+            **key_fields(key, n),
             hours_each=hours / n,
             requests=hours * SECONDS_PER_HOUR * float(problem.rate[i]),
             requests_per_s_per_replica=float(problem.rate[i]),

@@ -31,6 +31,7 @@ from planner.perf.evaluate import ttft_ms_at
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
+from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
 from planner.planning.pipeline import evaluate_classes, request_classes
 from planner.schema.model import Model
 from planner.schema.plan import RequestClassPlan
@@ -230,38 +231,17 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
     )
 
 
-def _own_rows(rows: pd.DataFrame, key: pd.Series) -> pd.DataFrame:
-    """Every evaluated row (every class) of one (gpu, tp, quant, kv, batch)."""
-    mask = np.ones(len(rows), dtype=bool)
-    for k in CANDIDATE_KEY:
-        mask &= (rows[k] == key[k]).to_numpy()
-    return rows[mask]
-
-
 def _lines(rows, offered, problem, solution, classes):
     names = [c.name for c in classes]
-    for i in np.flatnonzero(solution.replicas):
-        key = offered.keys.iloc[i]
-        own = _own_rows(rows, key).set_index("class")
-        n = int(solution.replicas[i])
+    for i, key, n in chosen(solution.replicas, offered.keys):
+        own = candidate_rows(rows, key).set_index("class")
         load = {w: float(solution.load[i, j]) for j, w in enumerate(names)}
         caps = problem.capacity[i]
         busy = sum(load[w] / caps[j] for j, w in enumerate(names) if caps[j] > 0) / n
         served = [w for w in names if load[w] > 1e-12] or [w for w in names if w in own.index]
         yield CapacityLine(
-            gpu=str(key["gpu"]),
-            tp=int(key["tp"]),
-            quant=str(key["quant"]),
-            kv_dtype=str(key["kv_dtype"]),
-            batch=int(key["batch"]),
-            pp=int(key["pp"]),
-            ep=int(key["ep"]),
-            dp_attention=int(key["dp_attention"]),
-            speculative=str(key["speculative"]),
-            spec_tokens=int(key["spec_tokens"]),
-            role=str(key["role"]),
-            replicas=n,
-            gpus=n * int(key["gpus_per_replica"]),
+            **key_fields(key, n),
+            **layout_fields(key),
             load_by_class=load,
             utilisation=min(busy, 1.0),
             tpot_ms_by_class={w: float(own.loc[w, "tpot_ms"]) for w in served},
@@ -322,7 +302,7 @@ def at_rate(result: Capacity, rows: pd.DataFrame, rate: float) -> Capacity:
     worst: dict[str, tuple[float, float]] = {}
     for line in result.deployments:
         u = result.utilisation * line.utilisation * rate / top
-        own = _own_rows(rows, pd.Series({k: getattr(line, k) for k in CANDIDATE_KEY}))
+        own = candidate_rows(rows, pd.Series({k: getattr(line, k) for k in CANDIDATE_KEY}))
         for cls in result.classes:
             if line.load_by_class.get(cls.name, 0.0) <= 1e-12:
                 continue

@@ -13,7 +13,6 @@ from planner.errors import InputError, unknown_name_message
 from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
 from planner.fleet.selection import (
-    CANDIDATE_KEY,
     Offered,
     fleet_problem,
     offered_capacity,
@@ -34,6 +33,7 @@ from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
+from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
 from planner.planning.plan import Plan
 from planner.planning.pool_layouts import build_pool_grid
 from planner.planning.resilience import (
@@ -172,24 +172,17 @@ def _summarise(
     """Turn a solver result into fleet lines with predicted latencies per class."""
     names = [c.name for c in classes]
     lines = []
-    for i in np.flatnonzero(solution.replicas):
-        cand = offered.keys.iloc[i]
-        own = _own_rows(rows, cand, names)
+    for i, cand, n_rep in chosen(solution.replicas, offered.keys):
+        own = candidate_rows(rows, cand, names).set_index("class")
         load = {n: float(solution.load[i, j]) for j, n in enumerate(names)}
         served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in own.index]
         tpot = {n: float(own.loc[n, "tpot_ms"]) for n in served}
         ttft = {n: float(own.loc[n, "ttft_ms"]) for n in served}
-        n_rep = int(solution.replicas[i])
         first = own.iloc[0]
         lines.append(
             Deployment(
-                gpu=str(cand["gpu"]),
-                tp=int(cand["tp"]),
-                quant=str(cand["quant"]),
-                kv_dtype=str(cand["kv_dtype"]),
-                batch=int(cand["batch"]),
-                replicas=n_rep,
-                gpus=n_rep * int(cand["gpus_per_replica"]),
+                **key_fields(cand, n_rep),
+                **layout_fields(cand),
                 price_usd_per_gpu_hour=float(first["price_usd_per_gpu_hour"]),
                 price_provider=str(first["price_provider"]),
                 cost_per_hour_usd=n_rep * float(cand["cost_per_hour_usd"]),
@@ -200,27 +193,13 @@ def _summarise(
                 ttft_ms=max(ttft.values()),
                 tpot_ms_by_class=tpot,
                 ttft_ms_by_class=ttft,
-                speculative=str(cand["speculative"]),
-                spec_tokens=int(cand["spec_tokens"]),
                 spec_acceptance=float(first["spec_acceptance"]),
-                role=str(cand["role"]),
-                pp=int(cand["pp"]),
-                ep=int(cand["ep"]),
-                dp_attention=int(cand["dp_attention"]),
                 gpus_per_replica=int(cand["gpus_per_replica"]),
                 nodes_per_replica=int(cand["nodes_per_replica"]),
                 kv_link=str(cand["kv_link"]),  # issue #11
             )
         )
     return _totals(solution, tuple(lines), classes)
-
-
-def _own_rows(rows: pd.DataFrame, cand: pd.Series, names: list[str]) -> pd.DataFrame:
-    """The evaluated rows of one candidate (its key), one per class, indexed by class."""
-    mask = rows["class"].isin(names).to_numpy().copy()
-    for k in CANDIDATE_KEY:
-        mask &= (rows[k] == cand[k]).to_numpy()
-    return rows[mask].set_index("class")
 
 
 def _capacity(load: dict[str, float], capacity: np.ndarray, names: list[str], n_rep: int) -> float:

@@ -178,7 +178,8 @@ def fleet_chart(result: Plan) -> Chart:
             [lab for lab, d in zip(labels, lines, strict=True) if d.gpu == gpu],
             [d.gpus for d in lines if d.gpu == gpu],
             [
-                f"{d.replicas} replicas, ${d.cost_per_hour_usd:,.2f}/h"
+                f"{d.replicas} replica{'' if d.replicas == 1 else 's'}, "
+                f"${d.cost_per_hour_usd:,.2f}/h"
                 for d in lines
                 if d.gpu == gpu
             ],
@@ -295,11 +296,14 @@ def tier_chart(result: Plan) -> Chart:
 
 
 def break_even_chart(result: Plan, analysis: BuildVsBuy | None) -> Chart | None:
-    """Monthly cost of self-hosting and of the cheapest API against peak demand."""
+    """Monthly cost of self-hosting and of every API against peak demand, as the workbook
+    and the PNG draw it (#13: the title spoke of every API's crossing while the chart drew
+    only the cheapest API's line)."""
     if analysis is None or analysis.curves is None or not result.api_quotes:
         return None
     volume, own, api = analysis.curves
     best = result.api_quotes[0]
+    apis = analysis.api_curves or {f"{best.provider} {best.provider_model_id}": api}
     series = (
         Series(
             analysis.self_label,
@@ -307,7 +311,7 @@ def break_even_chart(result: Plan, analysis: BuildVsBuy | None) -> Chart | None:
             own.tolist(),
             style="step" if analysis.stepwise else "",
         ),
-        Series(f"API: {best.provider} {best.provider_model_id}", volume.tolist(), api.tolist()),
+        *(Series(f"API: {label}", volume.tolist(), line.tolist()) for label, line in apis.items()),
     )
     return Chart(
         "breakeven",

@@ -88,8 +88,10 @@ def outcome_of_plan(result: Plan) -> dict[str, Any]:
         row["over_time_per_month_usd"] = sol.total_cost / tp.horizon_months
         row["over_time_cost_per_1k_output_tokens_usd"] = tp.cost_per_1k_output_tokens_usd
         row["reserved_gpus"] = sum(sol.reserved.values()) + sum(sol.owned.values())
-        if sol.status == "time_limit" and not row["reason"]:
-            row["reason"] = f"plan over time: solver gap {sol.gap:.2%}"
+        if sol.status == "time_limit":  # the row's status says so, not only its reason
+            row["status"] = "time_limit"
+            if not row["reason"]:
+                row["reason"] = f"plan over time: solver gap {sol.gap:.2%}"
     for d in fleet.deployments:
         key = GPU_PREFIX + d.gpu
         row[key] = row.get(key, 0) + d.gpus

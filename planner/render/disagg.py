@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from planner.render.tables import Layout, wrap
+
 
 def _worker(d: dict, role: str) -> str:
     """'3 x tp 4' or, with an MoE layout, '1 x tp 1 ep 8 dp_attention 8 (8 GPUs)'."""
@@ -12,16 +14,17 @@ def _worker(d: dict, role: str) -> str:
     return f"{head} ep {ep} dp_attention {dp} ({d[role + '_gpus_per_worker']} GPUs each)"
 
 
-def render_disaggregated(d: dict) -> str:
-    """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost."""
+def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
+    """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost; each line
+    wrapped to the layout's width (100 columns unless --wide)."""
     cost = d["cost_per_hour_usd"]
     money = f"${cost:,.2f}/h" if cost == cost else "no price"
-    return "\n".join(
+    text = "\n".join(
         [
             f"{d['model']} on {d['gpu']} {d['quant']} (KV {d['kv_dtype']}), disaggregated: "
             f"prefill {_worker(d, 'prefill')}, decode "
             f"{_worker(d, 'decode')} at batch {d['decode_batch']} "
-            f"({d['gpus']} GPUs); {d['input_len']} in / {d['output_len']} out tokens",
+            f"({d['gpus']} GPUs); {d['input_len']:,.0f} in / {d['output_len']:,.0f} out tokens",
             f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
             f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
             f"{d['kv_transfer_ms']:,.1f} over {d.get('kv_link', 'scale-out')} + join decode and "
@@ -34,3 +37,4 @@ def render_disaggregated(d: dict) -> str:
             f"Cost: {money}, ${d['cost_per_1k_output_tokens_usd']:.4f} per 1K output tokens",
         ]
     )
+    return wrap(text, layout, indent="  ")

@@ -15,20 +15,9 @@ from typing import Any
 
 from planner.errors import InputError
 from planner.planning.report import Chart, Report, Series, Table
+from planner.render.colours import colour
 from planner.writing import write_text_atomic
 
-PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
 CONFIG = {"responsive": True, "displaylogo": False}
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
@@ -69,7 +58,7 @@ def _plotly():
 
 def _trace(go: Any, chart: Chart, s: Series, i: int) -> Any:
     """One series as a plotly trace of the chart's kind."""
-    color = "#000000" if s.style == "star" else PALETTE[i % len(PALETTE)]
+    color = "#000000" if s.style == "star" else f"#{colour(i)}"  # never repeats (#13)
     hover = s.text or None
     if chart.kind == "scatter":
         marker = (

@@ -198,6 +198,11 @@ def plan_dict(plan: Plan) -> dict:
         ),
         api=[_quote_dict(q) for q in plan.api_quotes],
         cheapest_api=_quote_dict(plan.cheapest_api) if plan.cheapest_api else None,
+        # #13: the comparison the terminal and the workbook print; `cheapest_api`'s own
+        # monthly_cost_usd is the API at the peak around the clock, not this bill
+        cheapest_api_monthly_usd=plan.cheapest_api_monthly_usd,
+        self_hosted_monthly_usd=plan.self_hosted_monthly_usd,
+        self_hosted_basis=plan.self_hosted_basis,
         notes=list(plan.notes),
         solves=[solve_record(f) for f in plan.solves],
         energy_wh_per_1k_output_tokens=plan.energy.wh_per_1k_output_tokens if plan.energy else None,

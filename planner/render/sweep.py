@@ -4,6 +4,7 @@ user). Formats the table that planning.sweep_table declared; computes nothing.""
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import tempfile
 from pathlib import Path
@@ -15,7 +16,7 @@ from planner.errors import InputError
 from planner.planning.sweep import SweepResult
 from planner.planning.sweep_table import COLUMNS, GPU_PREFIX, Tornado
 from planner.render.json import stable
-from planner.render.tables import Col, Layout, table, wrap
+from planner.render.tables import Col, Layout, per_token_money, table, wrap
 from planner.writing import write_text_atomic
 
 SHOWN_ROWS = 40
@@ -102,10 +103,31 @@ def _point_rows(result: SweepResult) -> list[list[Any]]:
         if over_time:
             cells.append(_money(r["over_time_per_month_usd"]))
         per_1k = r["cost_per_1k_output_tokens_usd"]
-        cells.append("" if _missing(per_1k) else f"${float(per_1k):.4f}")
+        cells.append("" if _missing(per_1k) else per_token_money(float(per_1k)))
         cells.append(_gpus(r, gpu_cols) if r["status"] != "infeasible" else r["reason"][:60])
         rows.append(cells)
     return rows
+
+
+# what the point table's fixed columns take at most (point, status, costs, $/1K, padding)
+FIXED_WIDTH = 75
+
+
+def _input_headers(keys: tuple[str, ...], layout: Layout) -> tuple[list[str], str]:
+    """The varied inputs' column headers: their key paths when they fit beside the fixed
+    columns, else #1, #2, ... with a legend (#13: four long keys were folded into 6-column
+    strips and `optimal` broke across two lines)."""
+    if layout.wide or sum(len(k) + 2 for k in keys) + FIXED_WIDTH <= layout.width:
+        return list(keys), ""
+    short = [f"#{i + 1}" for i in range(len(keys))]
+    return short, "Inputs: " + "; ".join(f"{h} {k}" for h, k in zip(short, keys, strict=True))
+
+
+def _input_col(header: str, values: list[Any]) -> Col:
+    """A varied input's column: numbers right-aligned and never wrapped, text wraps."""
+    real = [isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values]
+    numeric = bool(values) and all(real)
+    return Col(header, "r") if numeric else Col(header, max_width=28)
 
 
 def render_sweep(result: SweepResult, layout: Layout = Layout()) -> str:
@@ -123,11 +145,15 @@ def render_sweep(result: SweepResult, layout: Layout = Layout()) -> str:
     head += " - INTERRUPTED, finished points only" if result.interrupted else ""
     lines = [wrap(head, layout), ""]
     over_time = frame["over_time_per_month_usd"].notna().any()
-    cols = [Col("point", "r"), *(Col(k, max_width=28) for k in result.keys)]
-    cols += [Col("status"), Col("$/month (peak fleet)", "r")]
+    rows = _point_rows(result)
+    headers, legend = _input_headers(result.keys, layout)
+    cols = [Col("point", "r")]
+    cols += [_input_col(h, [r[1 + i] for r in rows]) for i, h in enumerate(headers)]
+    cols += [Col("status", no_wrap=True), Col("$/month (peak fleet)", "r")]
     cols += [Col("$/month (over time)", "r")] if over_time else []
     cols += [Col("$/1K out", "r"), Col("GPUs (or why not)", priority=1, max_width=30)]
-    lines.append(table(cols, _point_rows(result), layout))
+    lines += [wrap(legend, layout, indent="  ")] if legend else []
+    lines.append(table(cols, rows, layout))
     if len(frame) > SHOWN_ROWS:
         lines.append(f"... {len(frame) - SHOWN_ROWS} more rows: write them all with -o FILE.csv")
     lines += ["", _summary_text(result, layout), "", _tornado_text(result.tornado, layout)]

@@ -51,6 +51,7 @@ class Col:
     align: str = "l"
     priority: int = 0
     max_width: int | None = None  # a text column wider than this wraps
+    no_wrap: bool = False  # a word that must not break (a status), even when text
 
 
 def _is_number(v: Any) -> bool:
@@ -100,7 +101,7 @@ def _rich_table(cols: Sequence[Col], rows: Sequence[Sequence[str]], wide: bool) 
         table.add_column(
             c.header,
             justify=justify,
-            no_wrap=wide or c.align == "r",
+            no_wrap=wide or c.align == "r" or c.no_wrap,
             overflow="fold",
             max_width=None if wide else c.max_width,
         )

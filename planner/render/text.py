@@ -303,7 +303,7 @@ def _cached_note(plan: Plan, api: ApiQuote) -> str:
         return ""
     if api.cached_input_usd_per_1m is None:
         return "; lists no cached-input price, so cached prompt tokens are billed in full"
-    return f"; cached prompt tokens at ${api.cached_input_usd_per_1m:g} per 1M"
+    return f"; cached prompt tokens at ${per_1m(api.cached_input_usd_per_1m)} per 1M"
 
 
 def _api_line(plan: Plan) -> str:
@@ -330,7 +330,7 @@ def _api_line(plan: Plan) -> str:
         basis += f", averaged over {plan.over_time.horizon_months} months of growth"
     return (
         f"Cheapest API: {api.provider} {api.provider_model_id} "
-        f"(${api.input_usd_per_1m:g}/${api.output_usd_per_1m:g} per 1M in/out"
+        f"(${per_1m(api.input_usd_per_1m)}/${per_1m(api.output_usd_per_1m)} per 1M in/out"
         f"{_cached_note(plan, api)}, "
         f"as of {api.as_of}): {money(monthly, 0)}/month {basis}; {verdict} against the "
         f"{plan.self_hosted_basis}, {money(plan.self_hosted_monthly_usd, 0)}/month"
@@ -466,13 +466,19 @@ COMPARE_COLUMNS = (
 )
 
 
+def per_1m(usd: float) -> str:
+    """An API's list price per 1M tokens in cents at least (0.10, not 0.1 beside 0.05), with
+    any further digits it has (0.035)."""
+    return f"{usd:.2f}" if round(usd, 2) == usd else f"{usd:g}"
+
+
 def _compare_row(r) -> tuple:
     be, tokens = r.break_even_peak_requests_per_s, r.break_even_tokens_per_month
     return (
         r.quote.provider,
         r.quote.provider_model_id,
-        f"{r.quote.input_usd_per_1m:g}",
-        f"{r.quote.output_usd_per_1m:g}",
+        per_1m(r.quote.input_usd_per_1m),
+        per_1m(r.quote.output_usd_per_1m),
         per_token_money(r.api_cost_per_request_usd),
         money(r.api_monthly_usd, 0),
         "API" if r.api_is_cheaper else "self",

@@ -21,7 +21,13 @@ def print_setup(wb: Workbook, candidates_ref: str) -> None:
         header_row = ASSUMPTIONS_HEADER_ROW if ws.title == ASSUMPTIONS else 1
         if ws.title != CHARTS:
             ws.print_title_rows = f"{header_row}:{header_row}"
-        ws.print_area = candidates_ref if ws.title == CANDIDATES else _used(ws)
+        ws.print_area = (
+            candidates_ref
+            if ws.title == CANDIDATES
+            else _charts_only(ws)
+            if ws.title == CHARTS
+            else _used(ws)
+        )
         _keep_charts_whole(ws)
 
 
@@ -56,6 +62,17 @@ def _used(ws: Worksheet) -> str:
     for chart in ws._charts:
         _, bottom, right = _chart_rows(chart)
         last_row, last_col = max(last_row, bottom), max(last_col, right)
+    return f"A1:{get_column_letter(last_col)}{last_row}"
+
+
+def _charts_only(ws: Worksheet) -> str:
+    """The Charts sheet prints its charts, not the point tables they plot (#13: up to 2,000
+    rows of chart data printed as 9 more pages on mixed-traffic)."""
+    if not ws._charts:
+        return _used(ws)
+    extents = [_chart_rows(chart) for chart in ws._charts]
+    last_row = max(bottom for _, bottom, _ in extents)
+    last_col = max(right for _, _, right in extents)
     return f"A1:{get_column_letter(last_col)}{last_row}"
 
 

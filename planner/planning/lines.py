@@ -1,0 +1,59 @@
+"""Fleet lines from a solver's replica counts: the candidates chosen, the fields each line
+(Deployment, CapacityLine, JobLine) copies from its candidate key, and the evaluated rows
+of a candidate, built once for the plan, capacity and batch-job pipelines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from planner.fleet.selection import CANDIDATE_KEY
+
+
+def chosen(replicas: np.ndarray, keys: pd.DataFrame) -> Iterator[tuple[int, pd.Series, int]]:
+    """(offered index, candidate key, replicas) of every candidate given replicas."""
+    for i in np.flatnonzero(replicas):
+        yield int(i), keys.iloc[i], int(replicas[i])
+
+
+def key_fields(key: pd.Series, replicas: int) -> dict[str, Any]:
+    """The deployment every line names: GPU, tp, quant, KV dtype, batch, replicas, GPUs."""
+    return {
+        "gpu": str(key["gpu"]),
+        "tp": int(key["tp"]),
+        "quant": str(key["quant"]),
+        "kv_dtype": str(key["kv_dtype"]),
+        "batch": int(key["batch"]),
+        "replicas": replicas,
+        "gpus": replicas * int(key["gpus_per_replica"]),
+    }
+
+
+def layout_fields(key: pd.Series) -> dict[str, Any]:
+    """The serving layout of issue #11: stages, experts, DP attention, speculation, role."""
+    return {
+        "pp": int(key["pp"]),
+        "ep": int(key["ep"]),
+        "dp_attention": int(key["dp_attention"]),
+        "speculative": str(key["speculative"]),
+        "spec_tokens": int(key["spec_tokens"]),
+        "role": str(key["role"]),
+    }
+
+
+def candidate_rows(
+    rows: pd.DataFrame, key: pd.Series, classes: list[str] | None = None
+) -> pd.DataFrame:
+    """The evaluated rows of one candidate (its `CANDIDATE_KEY`), of every class or only
+    of `classes`."""
+    mask = (
+        np.ones(len(rows), dtype=bool)
+        if classes is None
+        else rows["class"].isin(classes).to_numpy().copy()
+    )
+    for k in CANDIDATE_KEY:
+        mask &= (rows[k] == key[k]).to_numpy()
+    return rows[mask]
