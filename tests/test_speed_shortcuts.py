@@ -1,16 +1,20 @@
-"""Issue 16: the single-GPU-type comparison skips the types whose closed-form cost floor is
-above the best fleet found, and picks what solving every type picked."""
+"""Issue 16's exact shortcuts: the single-GPU-type comparison skips the types whose
+closed-form cost floor is above the best fleet found and picks what solving every type
+picked; pruning compares candidates within their GPU and role and keeps what comparing
+over the whole list kept."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.fleet.bounds import cost_floor
+from planner.fleet.selection import Offered, prune_dominated
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.fleet.synthetic import synthetic_problem
@@ -99,3 +103,47 @@ def test_skipping_picks_what_solving_every_type_picked(seed, tied):
         assert got[1] == want[0]
         assert np.array_equal(got[0].replicas, want[1])
     assert len(calls) <= len(set(problem.gpu))
+
+
+def _prune_whole_list(offered: Offered) -> np.ndarray:
+    """Pruning before the groups: every candidate against the whole list, in order."""
+    n = len(offered)
+    keep = np.ones(n, dtype=bool)
+    caps, ttft = offered.capacity, offered.ttft_ms
+    cost = offered.keys["cost_per_hour_usd"].to_numpy(dtype=float)
+    tp = offered.keys["gpus_per_replica"].to_numpy()
+    gpu = offered.keys["gpu"].to_numpy()
+    role = offered.keys["role"].to_numpy(dtype=object)
+    pool = role != "aggregated"
+    for i in range(n):
+        same = (gpu == gpu[i]) & (role == role[i]) & keep
+        same[i] = False
+        no_worse = same & (tp <= tp[i]) & (cost <= cost[i]) & (caps >= caps[i]).all(axis=1)
+        if pool[i]:
+            no_worse &= (ttft <= ttft[i]).all(axis=1)
+        better = (tp < tp[i]) | (cost < cost[i]) | (caps > caps[i]).any(axis=1)
+        if pool[i]:
+            better |= (ttft < ttft[i]).any(axis=1)
+        if (no_worse & better).any() or (no_worse & ~better & (np.arange(n) < i)).any():
+            keep[i] = False
+    return np.flatnonzero(keep)
+
+
+@given(st.integers(0, 10_000), st.integers(0, 40))
+def test_grouped_pruning_keeps_what_the_whole_list_kept(seed, n):
+    rng = np.random.default_rng(seed)
+    keys = pd.DataFrame(
+        {
+            "gpu": rng.choice(["a", "b", "c"], n),
+            "role": rng.choice(["aggregated", "prefill", "decode"], n),
+            "gpus_per_replica": rng.choice([1, 2, 4], n),
+            "cost_per_hour_usd": rng.choice([1.0, 2.0, 3.0], n),  # few values: ties
+        }
+    )
+    caps = rng.choice([0.0, 1.0, 2.0], (n, 2))
+    ttft = rng.choice([100.0, 200.0], (n, 2))
+    offered = Offered(keys, caps, ttft)
+    got = prune_dominated(offered)
+    want = offered.take(_prune_whole_list(offered))
+    assert got.keys.equals(want.keys)
+    assert np.array_equal(got.capacity, want.capacity)
