@@ -219,7 +219,10 @@ def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
 def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
     """A table built from one array (or scalar) per declared column."""
     check_names(data, columns)
-    return conform(pd.DataFrame({c.name: data[c.name] for c in columns}), columns)
+    # copy=False: one block per column, no consolidating copy (issue #16: at 2.7M rows the
+    # copy was a GB of peak memory over the table itself)
+    table = pd.DataFrame({c.name: data[c.name] for c in columns}, copy=False)
+    return conform(table, columns)
 
 
 def empty(columns: Sequence[Column]) -> pd.DataFrame:
