@@ -18,6 +18,7 @@ import hashlib
 import os
 import pickle
 import platform
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import TypeVar
 import pydantic
 
 import planner
+from planner.schema import limits
 from planner.writing import write_atomic
 
 T = TypeVar("T")
@@ -67,6 +69,9 @@ def content_key(folders: Iterable[Path]) -> str:
         h.update(path.read_bytes())
     for folder in folders:
         for path in sorted(folder.glob("*/*.y*ml")):
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode) or info.st_size > limits.MAX_DOCUMENT_BYTES:
+                raise OSError(f"{path}: not hashed")  # a FIFO would block: the loader refuses it
             h.update(f"\0file {path.resolve()}\0".encode())
             h.update(path.read_bytes())
     return h.hexdigest()
