@@ -1,7 +1,8 @@
 """Peak memory of evaluating one big grid (issue 16): every GPU x tp 1/2/4/8 x every
 quantization x batch 1..1024 x `shapes` request shapes for one model, built and evaluated
 once. Prints the rows, the table's own bytes, and the process's peak RSS; run it under
-`/usr/bin/time -f %M` for the same figure from outside.
+`/usr/bin/time -f %M` for the same figure from outside. Past the six listed shapes, more
+are made up (prompt 128 x 2^k, answer 64 x 2^j): 5 shapes are 2.67M rows, 19 are 10.2M.
 
     python benchmarks/grid_memory.py [model-id] [shapes]
 """
@@ -19,6 +20,12 @@ from planner.perf.evaluate import evaluate
 SHAPES = [(2048, 256), (512, 128), (8192, 512), (1024, 1024), (4096, 256), (256, 64)]
 
 
+def shapes_of(n: int) -> list[tuple[int, int]]:
+    """The first `n` request shapes: the listed six, then made-up ones."""
+    extra = [(128 * 2**k, 64 * 2**j) for k in range(7) for j in range(5)]
+    return (SHAPES + [s for s in extra if s not in SHAPES])[:n]
+
+
 def main(model_id: str = "llama-3.1-70b", shapes: str = "1") -> None:
     catalog = load_catalog()
     model = catalog.model(model_id)
@@ -28,7 +35,7 @@ def main(model_id: str = "llama-3.1-70b", shapes: str = "1") -> None:
         quants=list(catalog.quants.values()),
         tps=[1, 2, 4, 8],
         batches=list(range(1, 1025)),
-        shapes=SHAPES[: int(shapes)],
+        shapes=shapes_of(int(shapes)),
         prices={g.id: Price(1.0, "benchmark") for g in gpus},
     )
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

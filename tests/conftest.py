@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 
 import pytest
@@ -10,6 +11,10 @@ from hypothesis import HealthCheck, settings
 
 from planner.inputs.catalog import load_catalog
 from planner.schema.scenario import Scenario
+
+# catalog snapshots (planner/inputs/catalog_cache.py) go to one folder per test run, never
+# the user's ~/.cache; subprocesses (CLI tests) inherit it
+os.environ.setdefault("PLANNER_CACHE_DIR", tempfile.mkdtemp(prefix="planner-test-cache-"))
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -123,6 +123,14 @@ def pool_used(problem: FleetProblem, loads: PoolLoads, c: int) -> list:
     return [v * (1.0 / float(problem.capacity[c, w])) for (cc, w, _), v in loads.items() if cc == c]
 
 
+def pools_used(problem: FleetProblem, loads: PoolLoads) -> dict[int, list]:
+    """`pool_used` of every candidate with pool loads, in one pass over the loads."""
+    out: dict[int, list] = {}
+    for (c, w, _), v in loads.items():
+        out.setdefault(c, []).append(v * (1.0 / float(problem.capacity[c, w])))
+    return out
+
+
 def carried(loads: PoolLoads, shape: tuple[int, ...]) -> np.ndarray:
     """Candidates x classes load of the pool variables (buckets summed)."""
     out = np.zeros(shape)

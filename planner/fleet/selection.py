@@ -114,18 +114,29 @@ def prune_dominated(offered: Offered) -> Offered:
     pool = role != "aggregated"
     link = offered.keys["kv_link"].to_numpy(dtype=object)  # balanced apart (fleet/disagg.py)
     ttft = offered.ttft_ms if offered.ttft_ms is not None else np.zeros(caps.shape)
-    for i in range(n):
-        same = (gpu == gpu[i]) & (role == role[i]) & (link == link[i]) & keep
-        same[i] = False
-        no_worse = same & (tp <= tp[i]) & (cost <= cost[i]) & (caps >= caps[i]).all(axis=1)
-        if pool[i]:
-            no_worse &= (ttft <= ttft[i]).all(axis=1)
-        better = (tp < tp[i]) | (cost < cost[i]) | (caps > caps[i]).any(axis=1)
-        if pool[i]:
-            better |= (ttft < ttft[i]).any(axis=1)
-        if (no_worse & better).any() or (no_worse & ~better & (np.arange(n) < i)).any():
-            keep[i] = False
+    # only a candidate of the same GPU, role and KV link can dominate: compare within those
+    # groups (the same test as over the whole list, at a fraction of the cost; issue #16)
+    group = pd.factorize(pd.MultiIndex.from_arrays([gpu, role, link]))[0] if n else np.zeros(0)
+    for members in (np.flatnonzero(group == g) for g in range(int(group.max(initial=-1)) + 1)):
+        _prune_group(members, keep, tp, cost, caps, ttft, pool)
     return offered.take(np.flatnonzero(keep))
+
+
+def _prune_group(members, keep, tp, cost, caps, ttft, pool) -> None:
+    """Clear `keep` for the dominated candidates among `members` (positions, ascending),
+    in position order, so ties keep the first as over the whole list."""
+    tp, cost, caps, ttft = tp[members], cost[members], caps[members], ttft[members]
+    for k, i in enumerate(members):
+        same = keep[members].copy()
+        same[k] = False
+        no_worse = same & (tp <= tp[k]) & (cost <= cost[k]) & (caps >= caps[k]).all(axis=1)
+        if pool[i]:
+            no_worse &= (ttft <= ttft[k]).all(axis=1)
+        better = (tp < tp[k]) | (cost < cost[k]) | (caps > caps[k]).any(axis=1)
+        if pool[i]:
+            better |= (ttft < ttft[k]).any(axis=1)
+        if (no_worse & better).any() or (no_worse & ~better & (members < i)).any():
+            keep[i] = False
 
 
 def fleet_problem(

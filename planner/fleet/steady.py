@@ -154,10 +154,15 @@ def build_lp(
         served = [v for (c, ww), v in load.items() if ww == w]
         served += disagg.prefill_served(problem, pools, w)
         lp += pulp.lpSum(served) == float(demand), f"demand_{w}"
+    # each candidate's loads gathered in one pass (issue #16: a scan of every load per
+    # candidate made the build quadratic); the terms keep their order, so the model is the same
+    used_by: dict[int, list] = {c: [] for c in range(problem.n_candidates)}
+    for (c, w), v in load.items():
+        used_by[c].append(v * (1.0 / float(problem.capacity[c, w])))
+    for c, terms in disagg.pools_used(problem, pools).items():
+        used_by[c] += terms
     for c in range(problem.n_candidates):
-        used = [v * (1.0 / float(problem.capacity[c, w])) for (cc, w), v in load.items() if cc == c]
-        used += disagg.pool_used(problem, pools, c)
-        lp += pulp.lpSum(used) <= replicas[c], f"capacity_{c}"
+        lp += pulp.lpSum(used_by[c]) <= replicas[c], f"capacity_{c}"
     disagg.add_balance(lp, problem, pools)
     _add_fleet_limits(lp, problem, replicas, cost, gpus)
     if problem.redundancy or problem.same_vendor or problem.min_replicas_per_service:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from planner.errors import CatalogError, InputError, unknown_name_message
+from planner.inputs.catalog_cache import cached
 from planner.inputs.loading import load_yaml_model, package_folder
 from planner.schema.api import ApiOffering, ApiProvider
 from planner.schema.engine import EngineProfile
@@ -158,6 +159,12 @@ def load_catalog(folders: Folders = None) -> Catalog:
     users = user_catalog_dirs(folders)
     for folder in users:
         _check_user_folder(folder)
+    # a hash-checked snapshot of the validated catalog (issue #16: the YAML costs ~0.3 CPU s)
+    return cached([DEFAULT_CATALOG_DIR, *users], lambda: _read_catalog(users))
+
+
+def _read_catalog(users: tuple[Path, ...]) -> Catalog:
+    """Read, validate and cross-check the shipped catalog and the user folders' entries."""
     tables: dict[str, dict[str, Any]] = {}
     sources: dict[tuple[str, str], Path] = {}  # (kind, id) -> the file the entry came from
     for kind, model in KINDS.items():

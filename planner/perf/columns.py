@@ -9,6 +9,7 @@ on a column it does not declare, so nothing flows undeclared.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -37,13 +38,20 @@ class Column:
     @property
     def pandas_dtype(self) -> Any:
         """The dtype pandas stores for `dtype` (str is object on pandas 2, StringDtype on 3)."""
-        return pd.Series([], dtype=self.dtype).dtype
+        return _stored_dtype(self.dtype)
 
     def holds(self, dtype: Any) -> bool:
         """Whether a column stored at `dtype` is at the declared dtype (any categories)."""
         if self.dtype == ID:
             return isinstance(dtype, pd.CategoricalDtype)
         return dtype == self.pandas_dtype
+
+
+@functools.cache
+def _stored_dtype(dtype: str) -> Any:
+    """What pandas stores for a dtype name, worked out once per name (a Series a call was
+    a third of `conform`, issue #16)."""
+    return pd.Series([], dtype=dtype).dtype
 
 
 def _stage(stage: Stage, rows: Iterable[tuple[str, str, str, str]]) -> tuple[Column, ...]:
@@ -213,7 +221,10 @@ def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
 def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
     """A table built from one array (or scalar) per declared column."""
     check_names(data, columns)
-    return conform(pd.DataFrame({c.name: data[c.name] for c in columns}), columns)
+    # copy=False: one block per column, no consolidating copy (issue #16: at 2.7M rows the
+    # copy was a GB of peak memory over the table itself)
+    table = pd.DataFrame({c.name: data[c.name] for c in columns}, copy=False)
+    return conform(table, columns)
 
 
 def empty(columns: Sequence[Column]) -> pd.DataFrame:

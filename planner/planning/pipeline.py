@@ -12,6 +12,7 @@ import pandas as pd
 from planner.errors import InputError, unknown_name_message
 from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
+from planner.fleet.bounds import cost_floor
 from planner.fleet.selection import (
     Offered,
     fleet_problem,
@@ -250,17 +251,24 @@ def _single_gpu_best(
     options: SolverOptions,
 ) -> tuple[FleetSummary, str] | None:
     """The cheapest fleet that uses one GPU type only, for comparison with the optimum (one
-    MIP per GPU type over the candidates already offered; only the cheapest is summarised)."""
-    best: tuple[float, FleetSolution, str] | None = None
-    for gpu_id in sorted(set(problem.gpu)):
-        keep = np.array([g == gpu_id for g in problem.gpu])
-        sol = solve_fleet(problem.restricted(keep), options)
+    MIP per GPU type over the candidates already offered; only the cheapest is summarised).
+    Types are tried cheapest cost floor first, and a type whose floor is above the best
+    fleet found is not solved (issue #16); ties still go to the first GPU id."""
+    best: tuple[float, str, FleetSolution] | None = None
+    gpu = np.asarray(problem.gpu, dtype=object)
+    subsets = {g: problem.restricted(gpu == g) for g in sorted(set(problem.gpu))}
+    floors = {g: cost_floor(sub) for g, sub in subsets.items()}
+    for gpu_id in sorted(subsets, key=lambda g: (floors[g], g)):
+        if best is not None and (floors[gpu_id], gpu_id) > (best[0] * (1 + 1e-9), best[1]):
+            continue  # cannot beat (or tie first with) the best fleet found
+        sub = subsets[gpu_id]
+        sol = solve_fleet(sub, options)
         if sol.status == "infeasible":
             continue
-        cost = float(np.dot(problem.restricted(keep).cost_per_hour, sol.replicas))
-        if best is None or cost < best[0]:
-            best = (cost, sol.widened(keep), gpu_id)
-    return None if best is None else (_summarise(best[1], offered, rows, classes), best[2])
+        cost = float(np.dot(sub.cost_per_hour, sol.replicas))
+        if best is None or (cost, gpu_id) < best[:2]:
+            best = (cost, gpu_id, sol.widened(gpu == gpu_id))
+    return None if best is None else (_summarise(best[2], offered, rows, classes), best[1])
 
 
 def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class Strict(BaseModel):
     """Frozen, extra keys forbidden: the edge validates once, the core trusts the types."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
 class Provenance(Strict):
