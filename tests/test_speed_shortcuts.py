@@ -114,9 +114,10 @@ def _prune_whole_list(offered: Offered) -> np.ndarray:
     tp = offered.keys["gpus_per_replica"].to_numpy()
     gpu = offered.keys["gpu"].to_numpy()
     role = offered.keys["role"].to_numpy(dtype=object)
+    link = offered.keys["kv_link"].to_numpy(dtype=object)
     pool = role != "aggregated"
     for i in range(n):
-        same = (gpu == gpu[i]) & (role == role[i]) & keep
+        same = (gpu == gpu[i]) & (role == role[i]) & (link == link[i]) & keep
         same[i] = False
         no_worse = same & (tp <= tp[i]) & (cost <= cost[i]) & (caps >= caps[i]).all(axis=1)
         if pool[i]:
@@ -136,6 +137,7 @@ def test_grouped_pruning_keeps_what_the_whole_list_kept(seed, n):
         {
             "gpu": rng.choice(["a", "b", "c"], n),
             "role": rng.choice(["aggregated", "prefill", "decode"], n),
+            "kv_link": rng.choice(["none", "scale-up", "scale-out"], n),
             "gpus_per_replica": rng.choice([1, 2, 4], n),
             "cost_per_hour_usd": rng.choice([1.0, 2.0, 3.0], n),  # few values: ties
         }
