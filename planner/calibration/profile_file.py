@@ -32,7 +32,16 @@ def profile_document(profile: EngineProfile) -> dict:
         "fp8_kv_with_fp8_checkpoint": profile.fp8_kv_with_fp8_checkpoint,
         "default": _round_eff(profile.default),
         "families": {k: _round_eff(v) for k, v in sorted(profile.families.items())},
+        # issue #10: the engine's scheduler (not fitted)
+        "mixes_prefill": profile.mixes_prefill,
+        "prefill_chunk_tiers": [
+            tier.model_dump(exclude_defaults=True) | {"min_memory_gib": tier.min_memory_gib}
+            for tier in profile.prefill_chunk_tiers
+        ],
     }
+    for tier in doc["prefill_chunk_tiers"]:
+        if "except_families" in tier:
+            tier["except_families"] = list(tier["except_families"])
     EngineProfile.model_validate(doc)
     return doc
 
