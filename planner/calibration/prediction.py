@@ -42,10 +42,10 @@ def batch_prefill_ms(
     frame: pd.DataFrame,
     batch: np.ndarray | None = None,
     input_len: np.ndarray | None = None,
-    chunk_tokens: int = PREFILL_CHUNK_TOKENS,
+    chunk_tokens: np.ndarray | float | None = None,
 ) -> np.ndarray:
     """Prefill of `batch` requests of `input_len` tokens, B*I tokens run in passes of at
-    most `chunk_tokens` (vLLM / TensorRT-LLM chunked prefill: max_num_batched_tokens 8192).
+    most `chunk_tokens` (default: the row's engine chunk, `eff_prefill_chunk_tokens`, #10).
 
     Per pass, the same terms as `evaluate`'s per-request prefill: compute at the prefill
     efficiency, the weights read once (MoE: the experts the pass's tokens touch), two
@@ -57,6 +57,7 @@ def batch_prefill_ms(
     b = _col(frame, "batch") if batch is None else np.asarray(batch, dtype=float)
     i_len = _col(frame, "input_len") if input_len is None else np.asarray(input_len, float)
     tp = _col(frame, "tp")
+    chunk_tokens = _chunk(frame) if chunk_tokens is None else chunk_tokens
     tokens = b * i_len
     passes = np.maximum(np.ceil(tokens / chunk_tokens), 1.0)
     w_bytes = passes * ev.bytes_weights_per_step(model, frame, tokens / passes) / tp
@@ -74,6 +75,13 @@ def batch_prefill_ms(
     )
     overhead = passes * _col(frame, "eff_prefill_overhead_ms")
     return (np.maximum(t_c, t_m) + t_comm) * 1e3 + overhead
+
+
+def _chunk(frame: pd.DataFrame) -> np.ndarray:
+    """Each row's prefill chunk (tokens a pass): the engine's for that GPU (#10)."""
+    if "eff_prefill_chunk_tokens" in frame:
+        return _col(frame, "eff_prefill_chunk_tokens")
+    return np.full(len(frame), float(PREFILL_CHUNK_TOKENS))
 
 
 def static_batch_e2e_ms(
@@ -171,13 +179,17 @@ class Design:
 
 
 def _set_eff(grid: pd.DataFrame, effs: Efficiency | Sequence[Efficiency]) -> None:
+    """Write the constants into the grid's eff_* columns; the prefill chunk stays each row's
+    engine default for its GPU (`_chunk_tokens`, #10), which a fit does not move."""
     if isinstance(effs, Efficiency):
         for name, value in effs.model_dump().items():
             grid[f"eff_{name}"] = float(value)
-        return
-    dumped = [e.model_dump() for e in effs]
-    for name in EFF_FIELDS:
-        grid[f"eff_{name}"] = np.array([d[name] for d in dumped], dtype=float)
+    else:
+        dumped = [e.model_dump() for e in effs]
+        for name in EFF_FIELDS:
+            grid[f"eff_{name}"] = np.array([d[name] for d in dumped], dtype=float)
+    if "_chunk_tokens" in grid:
+        grid["eff_prefill_chunk_tokens"] = grid["_chunk_tokens"].to_numpy(dtype=float)
 
 
 def _predict_metrics(
@@ -230,7 +242,7 @@ def serving_wave_ms(
     model: Model,
     grid: pd.DataFrame,
     tpot_step_ms: np.ndarray,
-    chunk_tokens: int = PREFILL_CHUNK_TOKENS,
+    chunk_tokens: np.ndarray | float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean TTFT and mean TPOT of a wave of B equal requests that arrive together.
 
@@ -247,22 +259,39 @@ def serving_wave_ms(
 
     B * O / (P + (O - 1) s), the throughput `predict` compares for every row, is this wave's
     output rate. Queueing for a slot is nil by construction (at most B in flight).
+    An engine that does not mix prefill into decode steps (SGLang, `_mixes_prefill` false,
+    #10) runs the wave's prefill passes first: prompt j waits out the other n - k_j passes
+    without decoding, then decodes all its tokens:
+
+        TPOT (no mixing) = mean_j(((n - k_j) p + (O - 1) s) / (O - 1))
     """
     b = np.maximum(np.rint(_col(grid, "batch")), 1.0).astype(int)
     i_len = _col(grid, "input_len")
     o_len = _col(grid, "output_len")
-    total = batch_prefill_ms(model, grid, b.astype(float), i_len, chunk_tokens)
-    passes = np.maximum(np.ceil(b * i_len / chunk_tokens), 1.0)
+    chunk = np.broadcast_to(_chunk(grid) if chunk_tokens is None else chunk_tokens, b.shape)
+    mixes = _mixes(grid)
+    total = batch_prefill_ms(model, grid, b.astype(float), i_len, chunk)
+    passes = np.maximum(np.ceil(b * i_len / chunk), 1.0)
     per_pass = total / passes
     ttft = np.empty(len(b))
     tpot = np.empty(len(b))
     for n, (bb, ii, oo, nn) in enumerate(zip(b, i_len, o_len, passes, strict=True)):
-        k = np.maximum(np.ceil(np.arange(1, bb + 1) * ii / chunk_tokens), 1.0)
+        k = np.maximum(np.ceil(np.arange(1, bb + 1) * ii / chunk[n]), 1.0)
         ttft[n] = k.mean() * per_pass[n]
         decode = max(oo - 1.0, 1.0)
-        m = np.minimum(nn - k, decode)
-        tpot[n] = np.mean(m * per_pass[n] + (decode - m) * tpot_step_ms[n]) / decode
+        if mixes[n]:
+            m = np.minimum(nn - k, decode)
+            tpot[n] = np.mean(m * per_pass[n] + (decode - m) * tpot_step_ms[n]) / decode
+        else:  # waits out the other prompts' passes, then decodes all O - 1 tokens
+            tpot[n] = np.mean((nn - k) * per_pass[n] + decode * tpot_step_ms[n]) / decode
     return ttft, tpot
+
+
+def _mixes(grid: pd.DataFrame) -> np.ndarray:
+    """Whether each row's engine mixes prefill chunks into decode steps (#10; default yes)."""
+    if "_mixes_prefill" in grid:
+        return grid["_mixes_prefill"].to_numpy(dtype=bool)
+    return np.ones(len(grid), dtype=bool)
 
 
 # How closed-loop rows (the aic set) are timed. "mixed" (`closed_loop_benchmark_ms`): a
@@ -366,6 +395,8 @@ def build_design(
             rejected.append({"row_id": row["row_id"], "reason": reason})
             continue
         batch = row["batch"]
+        prof = None if ideal else _profile_for(profile, row["engine"])
+        dep.update(_scheduler(row, catalog, prof))
         dep.update(
             batch=1 if math.isnan(batch) else int(batch),
             concurrency=1 if math.isnan(batch) else int(batch),
@@ -394,6 +425,16 @@ def build_design(
     design = Design(rows=rows, groups=groups, rejected=pd.DataFrame(rejected))
     _resolve_open_batches(design, _row_effs(design, profile, ideal))
     return design
+
+
+def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> dict:
+    """The row's engine scheduler facts (#10): its prefill chunk on that GPU and whether it
+    mixes prefill into decode steps (no profile: the 8192-token chunk, mixing)."""
+    if prof is None:
+        return {"_chunk_tokens": PREFILL_CHUNK_TOKENS, "_mixes_prefill": True}
+    gpu = catalog.gpu(row["gpu_id"])
+    chunk = prof.chunk_tokens(gpu.memory_bytes, gpu.family, prof.default.prefill_chunk_tokens)
+    return {"_chunk_tokens": chunk, "_mixes_prefill": prof.mixes_prefill}
 
 
 def _resolve_open_batches(design: Design, effs: Sequence[Efficiency]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.schema.engine import Efficiency, EngineProfile
+from planner.schema.engine import ChunkTier, Efficiency, EngineProfile
 
 
 def _round_eff(eff: Efficiency) -> dict[str, float | int | bool]:
@@ -17,6 +17,14 @@ def _round_eff(eff: Efficiency) -> dict[str, float | int | bool]:
             continue
         digits = 3 if name.startswith("eta") or name == "mem_util" else 2
         out[name] = round(float(value), digits)
+    return out
+
+
+def _tier(tier: ChunkTier) -> dict:
+    """One prefill-chunk tier as YAML: families as a list, defaults left out."""
+    out: dict = {"min_memory_gib": tier.min_memory_gib, "tokens": tier.tokens}
+    if tier.except_families:
+        out["except_families"] = list(tier.except_families)
     return out
 
 
@@ -32,6 +40,9 @@ def profile_document(profile: EngineProfile) -> dict:
         "fp8_kv_with_fp8_checkpoint": profile.fp8_kv_with_fp8_checkpoint,
         "default": _round_eff(profile.default),
         "families": {k: _round_eff(v) for k, v in sorted(profile.families.items())},
+        # issue #10: the engine's scheduler (not fitted)
+        "mixes_prefill": profile.mixes_prefill,
+        "prefill_chunk_tiers": [_tier(tier) for tier in profile.prefill_chunk_tiers],
     }
     EngineProfile.model_validate(doc)
     return doc

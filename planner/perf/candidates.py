@@ -149,7 +149,7 @@ def deployment_rows(
     ok: list[dict] = []
     rejected: list[dict] = []
     for gpu in spec.gpus:
-        eff = IDEAL if ideal or engine is None else engine.for_family(gpu.family)
+        eff = IDEAL if ideal or engine is None else engine.for_gpu(gpu.family, gpu.memory_bytes)
         price = spec.prices.get(gpu.id)
         for quant in spec.quants:
             kvs = list(spec.kv_dtypes) or [default_kv_dtype(quant, engine, ideal)]

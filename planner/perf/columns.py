@@ -109,6 +109,8 @@ GRID_COLUMNS = _stage(
         ("eff_step_per_seq_us", "us", FLOAT, "engine: decode step cost per sequence"),
         ("eff_request_overhead_ms", "ms", FLOAT, "engine: per-request latency in TTFT"),
         ("eff_benchmark_wave_share", "fraction", FLOAT, "engine: calibration only"),
+        # issue #10 (remaining): TensorRT-LLM reserves KV for the whole output at admission
+        ("eff_kv_reserve_output", "bool", FLOAT, "engine: KV for I + O held per sequence"),
         ("batch", "sequences", INT, "sequences per replica: the engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT, "which request shape of the grid spec"),
         ("input_len", "tokens", INT, "prompt tokens per request"),

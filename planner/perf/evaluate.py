@@ -135,7 +135,9 @@ def kv_pool_bytes(
 
 def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     """Weights, activations and the KV pool per GPU; a paged KV cache holds what is in flight,
-    I + O/2 tokens per sequence on average, so the batch that fits is pool / that. Under DP
+    I + O/2 tokens per sequence on average, so the batch that fits is pool / that; an engine
+    that admits a sequence only with KV for its whole output (TensorRT-LLM's
+    GUARANTEED_NO_EVICT, `kv_reserve_output`, #10) holds I + O per sequence. Under DP
     attention each of the dp ranks holds its own ceil(B / dp) sequences' KV; a stage holds
     1/pp of the layers (`sharding`)."""
     tp, batch = _col(df, "tp"), _col(df, "batch")
@@ -149,9 +151,10 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     # only global layers share the prefix: a sliding window holds each sequence's own tokens
     prefix = cached * model.n_global_layers * model.kv_elements_per_token_per_layer * kv_b
     prefix = prefix / split / pp
-    kv_seq = mem.bytes_kv_cache_per_sequence(model, i_len + o_len / 2.0, kv_b) / split / pp
+    held = i_len + np.where(_col(df, "eff_kv_reserve_output") > 0.5, o_len, o_len / 2.0)
+    kv_seq = mem.bytes_kv_cache_per_sequence(model, held, kv_b) / split / pp
     kv_seq = kv_seq - prefix
-    draft_w, draft_seq = _draft_memory(df, i_len + o_len / 2.0, kv_b, split)
+    draft_w, draft_seq = _draft_memory(df, held, kv_b, split)
     chunk = _col(df, "eff_prefill_chunk_tokens")
     act = mem.bytes_activations_per_gpu(model, i_len, rank_batch, tp, chunk)
     workspace = mem.bytes_activations_per_gpu(model, i_len, 0 * batch, tp, chunk)

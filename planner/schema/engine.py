@@ -86,6 +86,25 @@ class Efficiency(Strict):
             "(its first round); calibration only, plans use the steady state"
         ),
     ] = 0.0
+    # --- issue #10 (fidelity, remaining): admission reserves the whole output's KV
+    kv_reserve_output: bool = Field(
+        default=False,
+        description="a sequence is admitted only with KV for all of I + O tokens (TensorRT-LLM's "
+        "default GUARANTEED_NO_EVICT capacity scheduler), not the I + O/2 a paged cache holds "
+        "on average",
+    )
+
+
+GIB = 2**30
+
+
+class ChunkTier(Strict):
+    """One step of an engine's default prefill chunk by device memory (issue #10): GPUs with
+    at least `min_memory_gib` GiB (and not of `except_families`) prefill `tokens` a pass."""
+
+    min_memory_gib: Annotated[float, between(0, 100_000, unit="GiB")]
+    tokens: int = Field(ge=256, le=1_048_576)
+    except_families: tuple[str, ...] = ()
 
 
 class EngineProfile(Strict):
@@ -106,6 +125,18 @@ class EngineProfile(Strict):
     )
     default: Efficiency
     families: dict[str, Efficiency] = {}
+    # --- issue #10 (fidelity, remaining): scheduler facts of the engine, not fitted
+    mixes_prefill: bool = Field(
+        default=True,
+        description="prefill chunks ride in the decode steps (vLLM V1, TensorRT-LLM); SGLang "
+        "runs prefill batches on their own, pausing decode, so a closed loop's rounds stay "
+        "in step",
+    )
+    prefill_chunk_tiers: tuple[ChunkTier, ...] = Field(
+        default=(),
+        description="the engine's default prefill chunk by GPU memory; empty: the constants' "
+        "prefill_chunk_tokens",
+    )
 
     def default_kv_dtype(self, quant_id: str, quant_default: str, allowed: Sequence[str]) -> str:
         """The KV dtype this engine uses for a checkpoint when none is asked for."""
@@ -117,3 +148,22 @@ class EngineProfile(Strict):
     def for_family(self, family: str) -> Efficiency:
         """The constants for a GPU family, falling back to the default."""
         return self.families.get(family, self.default)
+
+    def chunk_tokens(self, memory_bytes: float, family: str, fallback: int) -> int:
+        """The engine's default prefill chunk on a GPU of `memory_bytes` (issue #10): the
+        highest tier the memory reaches and the family is not excluded from, else
+        `fallback`."""
+        tokens, best = fallback, -1.0
+        for tier in self.prefill_chunk_tiers:
+            reached = memory_bytes >= tier.min_memory_gib * GIB
+            if reached and family not in tier.except_families and tier.min_memory_gib > best:
+                tokens, best = tier.tokens, tier.min_memory_gib
+        return tokens
+
+    def for_gpu(self, family: str, memory_bytes: float) -> Efficiency:
+        """The family's constants with the engine's prefill chunk for that GPU's memory."""
+        eff = self.for_family(family)
+        chunk = self.chunk_tokens(memory_bytes, family, eff.prefill_chunk_tokens)
+        if chunk == eff.prefill_chunk_tokens:
+            return eff
+        return eff.model_copy(update={"prefill_chunk_tokens": chunk})

@@ -1,0 +1,118 @@
+"""Issue #10 (remaining): each engine's scheduler as its source sets it. The prefill chunk by
+GPU memory, SGLang's prefill batches that do not mix into decode steps, and TensorRT-LLM's
+admission that reserves KV for the whole output. Each is pinned by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from planner.calibration import prediction as pr
+from planner.calibration.recipes import RECIPES
+from planner.perf.candidates import GridSpec, build_grid
+from planner.perf.evaluate import evaluate
+
+
+@pytest.mark.parametrize(
+    ("engine", "gpu", "tokens"),
+    [
+        # vLLM get_batch_defaults (API server): >= 70 GiB and not an A100: 8192, else 2048
+        ("vllm", "h100-sxm", 8192),  # 81,559 MiB = 79.6 GiB
+        ("vllm", "a100-80gb", 2048),  # 80 GiB, but an A100 (ampere)
+        ("vllm", "l40s", 2048),  # 46,068 MiB = 45 GiB
+        # SGLang chunked_prefill_size: < 35 GiB 2048, < 160 GiB 8192, else 16384
+        ("sglang", "l40s", 8192),
+        ("sglang", "h100-sxm", 8192),
+        ("sglang", "b200", 16384),  # 183,359 MiB = 179 GiB
+        ("sglang", "rtx-4090", 2048),
+        # TensorRT-LLM max_num_tokens 8192 everywhere
+        ("trtllm", "b200", 8192),
+        ("trtllm", "l40s", 8192),
+    ],
+)
+def test_prefill_chunk_is_the_engines_default_for_the_gpus_memory(catalog, engine, gpu, tokens):
+    prof = RECIPES[engine].base_profile()
+    g = catalog.gpu(gpu)
+    assert prof.chunk_tokens(g.memory_bytes, g.family, 8192) == tokens
+    assert prof.for_gpu(g.family, g.memory_bytes).prefill_chunk_tokens == tokens
+
+
+def test_the_grid_carries_the_engines_chunk(catalog):
+    """build_grid resolves each GPU's chunk: SGLang on B200 prefills 16384 tokens a pass."""
+    model = catalog.model("llama-3.1-8b")
+    spec = GridSpec(gpus=[catalog.gpu("b200"), catalog.gpu("h100-sxm")],
+                    quants=[catalog.quant("bf16")], tps=[1], batches=[8],
+                    shapes=[(1000, 100)])  # fmt: skip
+    grid, _ = build_grid(model, spec, RECIPES["sglang"].base_profile(), False)
+    chunks = dict(zip(grid["gpu"], grid["eff_prefill_chunk_tokens"], strict=True))
+    assert chunks == {"b200": 16384, "h100-sxm": 8192}
+
+
+def _kv_rows(catalog, reserve: bool) -> pd.DataFrame:
+    engine = catalog.engine("trtllm")
+    eff = engine.default.model_copy(update={"kv_reserve_output": reserve})
+    prof = engine.model_copy(update={"default": eff, "families": {}})
+    spec = GridSpec(gpus=[catalog.gpu("h100-sxm")], quants=[catalog.quant("fp8")], tps=[2],
+                    batches=[64], shapes=[(5000, 500)])  # fmt: skip
+    model = catalog.model("llama-3.3-70b")
+    grid, _ = build_grid(model, spec, prof, False)
+    return evaluate(model, grid)
+
+
+def test_reserving_the_whole_output_holds_i_plus_o_tokens(catalog):
+    """TensorRT-LLM's GUARANTEED_NO_EVICT admits a 5000 + 500 sequence only with KV for 5500
+    tokens, where a paged cache holds 5250 on average: the KV of a batch grows by 5500 /
+    5250 = 1.047619 and the batch that fits shrinks by about as much (whole sequences)."""
+    paged, reserved = _kv_rows(catalog, False), _kv_rows(catalog, True)
+    ratio = reserved["kv_cache_per_gpu_gb"].iloc[0] / paged["kv_cache_per_gpu_gb"].iloc[0]
+    assert ratio == pytest.approx(5500 / 5250)
+    b_paged, b_res = paged["max_batch"].iloc[0], reserved["max_batch"].iloc[0]
+    assert b_res < b_paged
+    assert b_res == pytest.approx(b_paged * 5250 / 5500, abs=1.0)
+
+
+def test_shipped_trtllm_reserves_and_sglang_does_not_mix(catalog):
+    assert catalog.engine("trtllm").default.kv_reserve_output
+    assert not catalog.engine("vllm").default.kv_reserve_output
+    assert not catalog.engine("sglang").mixes_prefill
+    assert catalog.engine("vllm").mixes_prefill and catalog.engine("trtllm").mixes_prefill
+    assert catalog.engine("sglang").default.benchmark_wave_share == 1.0
+
+
+def _wave(monkeypatch, mixes: bool) -> tuple[float, float]:
+    """A wave of B = 2 prompts of 8192 tokens, chunk 8192, O = 11, stubbed to a 100 ms pass
+    and a 10 ms decode step."""
+    grid = pd.DataFrame(
+        {
+            "batch": [2.0],
+            "input_len": [8192.0],
+            "output_len": [11.0],
+            "eff_prefill_chunk_tokens": [8192.0],
+            "_mixes_prefill": [mixes],
+        }
+    )
+    monkeypatch.setattr(pr, "batch_prefill_ms", lambda m, g, b, i, c: np.array([200.0]))
+    ttft, tpot = pr.serving_wave_ms(None, grid, np.array([10.0]))
+    return float(ttft[0]), float(tpot[0])
+
+
+def test_a_wave_without_mixing_waits_out_the_other_prompts(monkeypatch):
+    """n = 2 passes of p = 100 ms; prompt 1 is done at pass 1, prompt 2 at pass 2: TTFT =
+    1.5 p = 150 ms either way. Mixed (vLLM): prompt 1 decodes a token in pass 2, TPOT_1 =
+    (100 + 9 x 10) / 10 = 19 ms, TPOT_2 = 10 ms, mean 14.5. Not mixed (SGLang): prompt 1
+    waits pass 2 out, then decodes 10 tokens: TPOT_1 = (100 + 10 x 10) / 10 = 20 ms, mean 15."""
+    ttft_mixed, tpot_mixed = _wave(monkeypatch, True)
+    ttft_apart, tpot_apart = _wave(monkeypatch, False)
+    assert ttft_mixed == ttft_apart == pytest.approx(150.0)
+    assert tpot_mixed == pytest.approx(14.5)
+    assert tpot_apart == pytest.approx(15.0)
+
+
+def test_sglang_fits_no_wave_share_and_vllm_trtllm_fit_eta_kv():
+    """SGLang's wave share is its scheduler's; its eta_kv stays 0.8 (fitted, it made leaving
+    a GPU family out worse); vLLM and TensorRT-LLM fit eta_kv."""
+    assert "benchmark_wave_share" not in RECIPES["sglang"].params
+    assert "eta_kv" not in RECIPES["sglang"].params
+    for rid in ("vllm", "trtllm"):
+        assert "eta_kv" in RECIPES[rid].params
