@@ -18,6 +18,7 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
     python benchmarks/accuracy.py --no-cv      # in-sample only (seconds, not minutes)
     python benchmarks/accuracy.py --jobs 2     # cross-validation folds in 2 processes
     python benchmarks/accuracy.py --folds leave-one-model-out,leave-one-GPU-family-out
+    python benchmarks/accuracy.py --folds leave-one-source-out --engines trtllm   # one fold
 """
 
 from __future__ import annotations
@@ -130,12 +131,15 @@ def _fold(args: tuple) -> tuple[str, str, pd.DataFrame]:
 
 
 def cross_validation(
-    jobs: int, n_starts: int, folds: tuple[str, ...] = tuple(FOLDS)
+    jobs: int,
+    n_starts: int,
+    folds: tuple[str, ...] = tuple(FOLDS),
+    engines: tuple[str, ...] = SERVER_RECIPES,
 ) -> dict[tuple[str, str], pd.DataFrame]:
-    """(engine, evaluation) -> held-out predictions, every recipe and the leave-out kinds
-    named in `folds` (labels of FOLDS; llama.cpp's leave-one-GPU-out with all of them)."""
-    tasks = [(e, lab, FOLDS[lab], n_starts) for lab in folds for e in SERVER_RECIPES]
-    if set(folds) == set(FOLDS):
+    """(engine, evaluation) -> held-out predictions, the recipes in `engines` and the leave-out
+    kinds named in `folds` (labels of FOLDS; llama.cpp's leave-one-GPU-out with all of them)."""
+    tasks = [(e, lab, FOLDS[lab], n_starts) for lab in folds for e in engines]
+    if set(folds) == set(FOLDS) and set(engines) == set(SERVER_RECIPES):
         tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
     out = {}
     with ProcessPoolExecutor(max(jobs, 1)) as pool:
@@ -200,6 +204,12 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(FOLDS),
         help="comma-separated leave-out kinds (default all): " + ", ".join(FOLDS),
     )
+    parser.add_argument(
+        "--engines",
+        default=",".join(SERVER_RECIPES),
+        help="comma-separated recipes to cross-validate (default all): "
+        + ", ".join(SERVER_RECIPES),
+    )
     args = parser.parse_args(argv)
     start = time.time()
     pd.set_option("display.width", 160)
@@ -216,7 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [f for f in folds if f not in FOLDS]
         if unknown:
             parser.error(f"--folds: unknown {unknown}; allowed: {', '.join(FOLDS)}")
-        for (engine, label), pred in cross_validation(args.jobs, args.starts, folds).items():
+        engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+        if bad := [e for e in engines if e not in SERVER_RECIPES]:
+            parser.error(f"--engines: unknown {bad}; allowed: {', '.join(SERVER_RECIPES)}")
+        cv = cross_validation(args.jobs, args.starts, folds, engines)
+        for (engine, label), pred in cv.items():
             results[(engine, label)] = errors(pred)
     table = summary(results).sort_values(["engine", "evaluation"], kind="stable")
     print("\n## Median / p90 absolute error per engine (TPOT, TTFT, throughput)\n")
