@@ -265,7 +265,8 @@ def _round_period(
     for threshold, rule in VARIANTS:
         n = np.floor(n_real + 1e-6)
         up = (n_real - n >= threshold) & (np.arange(2 * n_c) < n_c)  # stable only
-        n = np.where(up, np.ceil(n_real - 1e-6), n)
+        up &= n + 1 <= period.upper[:, p] + TOL
+        n = _within_inventory(period, np.where(up, np.ceil(n_real - 1e-6), n), n)
         scale = np.minimum(n / np.where(n_real > 0, n_real, 1.0), 1.0)
         load = np.zeros((2 * n_c, n_w))
         np.add.at(load, (rows, cls), period.cap[rows, cls] * amount * scale[rows])
@@ -281,6 +282,16 @@ def _round_period(
     total = load.sum(axis=0)  # the LP may leave capacity idle: each class served exactly
     load *= np.minimum(1.0, problem.demand[:, p] / np.where(total > 0, total, 1.0))
     return n, load
+
+
+def _within_inventory(period: _Period, n: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """`n`, except back at `floor` on the GPU types whose inventory it breaks."""
+    n_c, n_t = len(period.tp), len(period.held)
+    used = np.bincount(period.kind, weights=period.tp * n[:n_c], minlength=n_t)
+    spot = np.bincount(period.kind, weights=period.tp * n[n_c:], minlength=n_t)
+    over = np.maximum(period.held, used) + spot > period.inventory + TOL
+    back = np.concatenate([over[period.kind], over[period.kind]])
+    return np.where(back, floor, n)
 
 
 VARIANTS = ((1.0, "ratio"), (1.0, "margin"), (0.75, "ratio"), (0.5, "margin"))
