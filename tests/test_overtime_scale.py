@@ -138,3 +138,23 @@ def test_a_synthetic_platform_plan_closes_by_rounding_the_same_way_twice(monkeyp
     model, _ = build_time_model(problem)
     other = solve(model, SolverOptions(relative_gap=0.01, max_nodes=200))  # any plan's cost
     assert other.values is not None and first.lower_bound <= other.objective * (1 + 1e-9)
+
+
+def test_a_rounding_short_of_its_gap_hands_over_to_the_whole_mip(monkeypatch):
+    """The hand-made case at the default gap through `solve_time` with the rounding path
+    forced: the rounding stops at 25% over its bound, the whole MIP starts from its plan
+    and proves the optimum (2 replicas, $40)."""
+    monkeypatch.setattr(overtime, "ROUND_COLUMNS", 0)
+    monkeypatch.setattr(overtime, "_by_prices", lambda *a: None)  # no branch-and-price
+    seen = []
+    real = overtime._with_bound
+    monkeypatch.setattr(overtime, "_with_bound", lambda *a: seen.append(a[2]) or real(*a))
+    problem = TimeProblem(
+        gpu=("g",), tp=(1,), capacity=np.array([[2.0]]), demand=np.array([[3.0]]),
+        hours=np.array([10.0]), prices=TierPrices(on_demand={"g": 2.0}),
+    )  # fmt: skip
+    found = solve_time(problem, SolverOptions())
+    assert found.status == "optimal"
+    assert found.total_cost == pytest.approx(40.0 + 2 * TIE_BREAK_PER_REPLICA * 10)
+    assert found.replicas.tolist() == [[2]]
+    assert seen and seen[0].status == "time_limit"  # the rounding's plan and bound went in

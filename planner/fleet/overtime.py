@@ -15,7 +15,9 @@ The model is built with numpy as one sparse matrix (`fleet.solver.Model`), every
 bounded by what any optimal plan can need (replicas by the demand they could carry, held GPUs
 by the busiest period's, all within the inventory), and starts from a feasible plan: each
 class on its most cost-efficient candidate, the GPUs held that pay for themselves over the
-horizon. The gap is measured against the solver's own bound.
+horizon. The gap is measured against the solver's own bound. Branch-and-price on the held
+GPUs (`fleet.overtime_prices`) answers first where periods can be priced cheaply; at platform
+scale, the aggregated LP and its rounding (`fleet.overtime_round`, issue 16).
 """
 
 from __future__ import annotations
