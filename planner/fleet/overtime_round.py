@@ -187,28 +187,25 @@ def solve_by_rounding(
     if lp.status != "optimal" or lp.values is None or lp.duals is None:
         return None
     v, duals = lp.values, lp.duals
-    held_lp = {g: np.rint(v[cols]) for g, cols in alay.held.items()}
-    held = np.array([held_lp[g].sum() for g in problem.gpu_types])
-    period = _period_data(problem, alay.pairs, held)
-    x = np.zeros(model.n_cols)
-    for p in range(len(problem.hours)):
-        found = _round_period(period, p, v[alay.stable[:, p]], v[alay.spot[:, p]],
-                              duals[alay.demand_rows[:, p]], alay.spot_pairs)  # fmt: skip
-        if found is None:
-            return None
-        n, load = found
-        n_c = len(problem.gpu)
-        pairs = alay.pairs
-        x[lay.replicas[:, p]] = n[:n_c]
-        x[lay.load[:, p]] = load[pairs[:, 0], pairs[:, 1]]
-        if len(lay.spot_candidates):
-            sp = pairs[lay.spot_pairs]
-            x[lay.spot_replicas[:, p]] = n[n_c + lay.spot_candidates]
-            x[lay.spot_load[:, p]] = load[n_c + sp[:, 0], sp[:, 1]]
-    plan = _held_for(problem, model, lay, x, held_lp)
-    if plan is None:
+    held_at = {g: np.rint(v[cols]) for g, cols in alay.held.items()}
+    best: np.ndarray | None = None
+    for _ in range(ROUND_PASSES):
+        plan = _round_all(problem, model, lay, alay, v, duals, held_at)
+        if plan is None:
+            break
+        if best is None or float(model.cost @ plan) < float(model.cost @ best):
+            best = plan
+        cost = float(model.cost @ best)
+        if cost - lp.objective <= options.relative_gap * max(abs(cost), 1e-12):
+            break
+        again = {g: plan[[c for c in (lay.reserved.get(g), lay.owned.get(g)) if c is not None]]
+                 for g in problem.gpu_types}  # fmt: skip
+        if all(np.array_equal(again[g], held_at[g]) for g in held_at):
+            break
+        held_at = again  # the held counts the rounding chose: round every period again
+    if best is None:
         return None
-    x = plan
+    x = best
     cost = float(model.cost @ x)
     bound = min(lp.objective, cost)
     closed = cost - bound <= options.relative_gap * max(abs(cost), 1e-12)
@@ -216,6 +213,39 @@ def solve_by_rounding(
         "optimal" if closed else "time_limit", lp.seconds, x, cost, bound,
         "" if closed else "nodes",
     )  # fmt: skip
+
+
+ROUND_PASSES = 3  # roundings of every period, each at the held counts the last one chose
+
+
+def _round_all(
+    problem: TimeProblem,
+    model: Model,
+    lay: TimeLayout,
+    alay: AggregatedLayout,
+    v: np.ndarray,
+    duals: np.ndarray,
+    held_at: dict[str, np.ndarray],
+) -> np.ndarray | None:
+    """Every period rounded with these held counts (per held column of each type), as a
+    point of the whole model with its held counts re-chosen; None if a row breaks."""
+    held = np.array([held_at[g].sum() for g in problem.gpu_types])
+    period = _period_data(problem, alay.pairs, held)
+    n_c, pairs = len(problem.gpu), alay.pairs
+    x = np.zeros(model.n_cols)
+    for p in range(len(problem.hours)):
+        found = _round_period(period, p, v[alay.stable[:, p]], v[alay.spot[:, p]],
+                              duals[alay.demand_rows[:, p]], alay.spot_pairs)  # fmt: skip
+        if found is None:
+            return None
+        n, load = found
+        x[lay.replicas[:, p]] = n[:n_c]
+        x[lay.load[:, p]] = load[pairs[:, 0], pairs[:, 1]]
+        if len(lay.spot_candidates):
+            sp = pairs[lay.spot_pairs]
+            x[lay.spot_replicas[:, p]] = n[n_c + lay.spot_candidates]
+            x[lay.spot_load[:, p]] = load[n_c + sp[:, 0], sp[:, 1]]
+    return _held_for(problem, model, lay, x, held_at)
 
 
 def _held_for(
@@ -254,7 +284,8 @@ def _round_period(
     """One period's integer replicas (stable, then spot: 2 candidates) and their loads
     (2 candidates x classes) from the LP's pair replicas z (stable) and s (spot): rounded up
     where the fraction reaches a threshold, else floored, the loads scaled to fit, the
-    shortfall covered by `_cover`; the cheapest of a few thresholds and rules."""
+    shortfall covered by `_cover`; the cheapest of a few thresholds and rules, with the
+    LP's replicas on held GPU types kept or packed anew."""
     problem, pairs = period.problem, period.pairs
     n_c, n_w = problem.capacity.shape
     rows = np.concatenate([pairs[:, 0], n_c + pairs[spot_pairs, 0]])
@@ -262,11 +293,14 @@ def _round_period(
     amount = np.concatenate([z, s])
     n_real = np.bincount(rows, weights=amount, minlength=2 * n_c)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
-    for threshold, rule in VARIANTS:
+    repack = np.concatenate([period.held[period.kind] > 0, np.zeros(n_c, dtype=bool)])
+    for threshold, rule, fresh in VARIANTS:
         n = np.floor(n_real + 1e-6)
         up = (n_real - n >= threshold) & (np.arange(2 * n_c) < n_c)  # stable only
         up &= n + 1 <= period.upper[:, p] + TOL
         n = _within_inventory(period, np.where(up, np.ceil(n_real - 1e-6), n), n)
+        if fresh:  # the held GPUs packed anew by `_cover`, free replicas first
+            n[repack] = 0.0
         scale = np.minimum(n / np.where(n_real > 0, n_real, 1.0), 1.0)
         load = np.zeros((2 * n_c, n_w))
         np.add.at(load, (rows, cls), period.cap[rows, cls] * amount * scale[rows])
@@ -294,7 +328,15 @@ def _within_inventory(period: _Period, n: np.ndarray, floor: np.ndarray) -> np.n
     return np.where(back, floor, n)
 
 
-VARIANTS = ((1.0, "ratio"), (1.0, "margin"), (0.75, "ratio"), (0.5, "margin"))
+# (fraction from which a replica is rounded up, the cover's rule, held GPUs packed anew)
+VARIANTS = (
+    (1.0, "ratio", False),
+    (1.0, "margin", False),
+    (0.75, "ratio", False),
+    (0.5, "margin", False),
+    (1.0, "ratio", True),
+    (1.0, "margin", True),
+)
 
 
 def _period_cost(period: _Period, p: int, n: np.ndarray) -> float:
