@@ -284,8 +284,7 @@ def _round_period(
     """One period's integer replicas (stable, then spot: 2 candidates) and their loads
     (2 candidates x classes) from the LP's pair replicas z (stable) and s (spot): rounded up
     where the fraction reaches a threshold, else floored, the loads scaled to fit, the
-    shortfall covered by `_cover`; the cheapest of a few thresholds and rules, with the
-    LP's replicas on held GPU types kept or packed anew."""
+    shortfall covered by `_cover`; the cheapest of a few thresholds and rules."""
     problem, pairs = period.problem, period.pairs
     n_c, n_w = problem.capacity.shape
     rows = np.concatenate([pairs[:, 0], n_c + pairs[spot_pairs, 0]])
@@ -293,14 +292,11 @@ def _round_period(
     amount = np.concatenate([z, s])
     n_real = np.bincount(rows, weights=amount, minlength=2 * n_c)
     best: tuple[float, np.ndarray, np.ndarray] | None = None
-    repack = np.concatenate([period.held[period.kind] > 0, np.zeros(n_c, dtype=bool)])
-    for threshold, rule, fresh in VARIANTS:
+    for threshold, rule in VARIANTS:
         n = np.floor(n_real + 1e-6)
         up = (n_real - n >= threshold) & (np.arange(2 * n_c) < n_c)  # stable only
         up &= n + 1 <= period.upper[:, p] + TOL
         n = _within_inventory(period, np.where(up, np.ceil(n_real - 1e-6), n), n)
-        if fresh:  # the held GPUs packed anew by `_cover`, free replicas first
-            n[repack] = 0.0
         scale = np.minimum(n / np.where(n_real > 0, n_real, 1.0), 1.0)
         load = np.zeros((2 * n_c, n_w))
         np.add.at(load, (rows, cls), period.cap[rows, cls] * amount * scale[rows])
@@ -328,15 +324,9 @@ def _within_inventory(period: _Period, n: np.ndarray, floor: np.ndarray) -> np.n
     return np.where(back, floor, n)
 
 
-# (fraction from which a replica is rounded up, the cover's rule, held GPUs packed anew)
-VARIANTS = (
-    (1.0, "ratio", False),
-    (1.0, "margin", False),
-    (0.75, "ratio", False),
-    (0.5, "margin", False),
-    (1.0, "ratio", True),
-    (1.0, "margin", True),
-)
+# (fraction from which a stable replica is rounded up, the cover's rule); packing the held
+# GPUs anew as well was tried: 1.42% -> 1.34% on seed 1 of 3 x 24 x 17, for 10x the time
+VARIANTS = ((1.0, "ratio"), (1.0, "margin"), (0.75, "ratio"), (0.5, "margin"))
 
 
 def _period_cost(period: _Period, p: int, n: np.ndarray) -> float:
