@@ -6,7 +6,7 @@ Markdown row a rung: model size, CPU seconds, status, the gap against the solver
 and the seconds as a ratio to the time of `python -c "import numpy"` measured in the same run
 (so the figures compare across machines). Slow: the largest rungs take tens of seconds.
 
-    python benchmarks/ladder.py [--quick] [--time-limit S]
+    python benchmarks/ladder.py [--quick] [--time-limit S] [--rungs 3x24x17,...] [--seed N]
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ def numpy_baseline() -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def rung(classes: int, months: int, gpus: int, options: SolverOptions) -> tuple[str, ...]:
+def rung(
+    classes: int, months: int, gpus: int, options: SolverOptions, seed: int = 0
+) -> tuple[str, ...]:
     """One row: size, CPU seconds, status, gap."""
-    problem = synthetic_time_problem(classes, months, gpus)
+    problem = synthetic_time_problem(classes, months, gpus, seed=seed)
     model, _ = build_time_model(problem)
     t0 = time.process_time()
     sol = solve_time(problem, options)
@@ -57,6 +59,7 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--gap", type=float, default=0.01, help="relative gap to stop at")
     parser.add_argument("--rungs", help="e.g. 1x12x17,5x36x24 (classes x months x GPU types)")
+    parser.add_argument("--seed", type=int, default=0, help="of the synthetic instances")
     args = parser.parse_args()
     options = SolverOptions("highs", args.time_limit, relative_gap=args.gap)
     unit = numpy_baseline()
@@ -68,7 +71,7 @@ def main() -> None:
     if args.rungs:
         chosen = [tuple(int(v) for v in r.split("x")) for r in args.rungs.split(",")]
     for c, m, g in chosen:
-        size, shape, cpu, status, gap, cost = rung(c, m, g, options)
+        size, shape, cpu, status, gap, cost = rung(c, m, g, options, args.seed)
         ratio = f"{float(cpu) / unit:.0f}"
         print(f"| {size} | {shape} | {cpu} | {ratio} | {status} | {gap} | {cost} |", flush=True)
 

@@ -44,6 +44,7 @@ def test_a_row_across_two_periods_is_refused():
 
 def test_a_large_plan_over_time_uses_the_split_and_stays_feasible(monkeypatch):
     monkeypatch.setattr(overtime, "SPLIT_COLUMNS", 0)  # split even this small model
+    monkeypatch.setattr(overtime, "PRICE_BY_MIP", 0)  # not priced by period MIPs first
     used = []
     real = overtime.solve_by_blocks
     monkeypatch.setattr(overtime, "solve_by_blocks", lambda *a: used.append(1) or real(*a))

@@ -109,14 +109,21 @@ def test_point_zero_of_the_monte_carlo_closes():
 
 
 def test_the_whole_mip_path_is_kept_where_periods_cannot_be_enumerated(monkeypatch):
-    """With an inventory limit there is no enumeration: the whole MIP answers, as before."""
+    """With an inventory limit there is no enumeration: a small problem is priced by period
+    MIPs (issue 16); above PRICE_BY_MIP candidate-periods the whole MIP answers, as before,
+    at the same cost."""
     calls = []
     real = overtime._by_prices
     monkeypatch.setattr(overtime, "_by_prices", lambda *a: calls.append(real(*a)) or calls[-1])
     limited = replace(POINT_ZERO, inventory={"h100-sxm": 64}, demand=POINT_ZERO.demand[:, :4],
                       hours=POINT_ZERO.hours[:4])  # fmt: skip
-    found = solve_time(limited, OPTIONS)
-    assert calls == [None] and found.status == "optimal"
+    priced = solve_time(limited, OPTIONS)
+    assert calls[0] is not None and priced.status == "optimal"
+    monkeypatch.setattr(overtime, "PRICE_BY_MIP", 0)
+    calls.clear()
+    whole = solve_time(limited, OPTIONS)
+    assert calls == [None] and whole.status == "optimal"
+    assert priced.total_cost == pytest.approx(whole.total_cost, rel=2e-6)
 
 
 POINT_ZERO = TimeProblem(

@@ -15,7 +15,9 @@ The model is built with numpy as one sparse matrix (`fleet.solver.Model`), every
 bounded by what any optimal plan can need (replicas by the demand they could carry, held GPUs
 by the busiest period's, all within the inventory), and starts from a feasible plan: each
 class on its most cost-efficient candidate, the GPUs held that pay for themselves over the
-horizon. The gap is measured against the solver's own bound.
+horizon. The gap is measured against the solver's own bound. Branch-and-price on the held
+GPUs (`fleet.overtime_prices`) answers first where periods can be priced cheaply; at platform
+scale, the aggregated LP and its rounding (`fleet.overtime_round`, issue 16).
 """
 
 from __future__ import annotations
@@ -481,8 +483,11 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
     """Solve the fleet over time; the status says optimal, time_limit (with the gap to the
     solver's own bound), or infeasible."""
     model, lay = build_time_model(problem)
+    at_scale = _by_rounding(problem, model, lay, options)  # issue 16: platform scale
+    if at_scale is not None and at_scale.status == "optimal":
+        return _time_solution(problem, lay, at_scale, at_scale.bound)
     lp = solve(model.relaxed(), options)
-    priced = _by_prices(problem, model, lay, lp, options)  # issues 13, 14, 16
+    priced = _by_prices(problem, model, lay, lp, options) or at_scale  # issues 13, 14, 16
     if priced is not None and priced.status == "optimal":
         return _time_solution(problem, lay, priced, priced.bound)
     by_period = _period_start(problem, model, lay, lp, options)  # issue 16
@@ -520,20 +525,40 @@ def solve_time(problem: TimeProblem, options: SolverOptions) -> TimeSolution:
 def _by_prices(
     problem: TimeProblem, model: Model, lay: TimeLayout, lp: Outcome, options: SolverOptions
 ) -> Outcome | None:
-    """The branch-and-price path (`fleet.overtime_prices`) where every period can be solved
-    by enumeration (`fleet.overtime_enum`: one class, no inventory limit); else None."""
+    """The branch-and-price path (`fleet.overtime_prices`): every period priced and solved
+    by enumeration where it can be (`fleet.overtime_enum`: one class, no inventory limit),
+    else by its own MIP where the problem is small enough for that (several classes,
+    inventory limits: at most PRICE_BY_MIP candidate-periods); else None."""
     from planner.fleet.overtime_enum import build_table
     from planner.fleet.overtime_prices import solve_by_prices
 
-    if lp.status != "optimal" or options.backend != "highs":
+    if options.backend != "highs":
         return None
     table = build_table(problem)
-    if table is None:
+    if table is None and len(problem.gpu) * len(problem.hours) > PRICE_BY_MIP:
         return None
     start = _warm_start(problem, model, lay, options)
+    if start is None and lp.status == "optimal" and lp.values is not None:
+        start, _ = _rounded_start(problem, model, lay, options, lp)
     if start is None:
         return None
     return solve_by_prices(problem, model, lay, start, options, table)
+
+
+PRICE_BY_MIP = 64  # candidates x periods up to which periods are priced by their own MIPs
+ROUND_COLUMNS = 20_000  # from this many columns the aggregated LP and rounding go first
+
+
+def _by_rounding(
+    problem: TimeProblem, model: Model, lay: TimeLayout, options: SolverOptions
+) -> Outcome | None:
+    """The platform-scale path (`fleet.overtime_round`): the aggregated LP's bound and a
+    plan rounded from it, for models of ROUND_COLUMNS columns or more (HiGHS only)."""
+    if options.backend != "highs" or model.n_cols < ROUND_COLUMNS:
+        return None
+    from planner.fleet.overtime_round import solve_by_rounding
+
+    return solve_by_rounding(problem, model, lay, options)
 
 
 def _with_bound(model: Model, outcome: Outcome, priced: Outcome, options: SolverOptions) -> Outcome:
