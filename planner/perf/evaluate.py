@@ -424,7 +424,7 @@ def evaluate(
     return pd.concat([grid.reset_index(drop=True), outputs], axis=1)
 
 
-CHUNK_ROWS = 262_144  # issue 16: rows evaluated at once, so intermediates stay bounded
+CHUNK_ROWS = 65_536  # issue 16: rows evaluated at once, so intermediates stay bounded
 
 
 def _chunked(
@@ -439,13 +439,14 @@ def _chunked(
         part = evaluate_arrays(model, grid.iloc[start : start + CHUNK_ROWS], utilisation, statistic)
         for name, values in part.items():
             if name not in out:
-                out[name] = _like(values, len(grid))
+                out[name] = _like(values, len(grid), columns.BY_NAME[name].storage)
             out[name][start : start + len(values)] = values
     return out
 
 
-def _like(values: np.ndarray | pd.Categorical, n: int) -> Any:
-    """An unfilled column of `n` rows like a chunk's (a categorical keeps its categories)."""
+def _like(values: np.ndarray | pd.Categorical, n: int, storage: str) -> Any:
+    """An unfilled column of `n` rows like a chunk's (a categorical keeps its categories),
+    at the declared storage (float32 where declared: no whole-grid float64 copy, #16)."""
     if isinstance(values, pd.Categorical):
         return pd.Categorical.from_codes(np.zeros(n, dtype=values.codes.dtype), values.categories)
-    return np.empty(n, dtype=np.asarray(values).dtype)
+    return np.empty(n, dtype=np.asarray(values).dtype if storage == "category" else storage)
