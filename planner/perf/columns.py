@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 Stage = Literal["class", "grid", "model", "verdict"]
@@ -240,6 +241,16 @@ def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
     # copy was a GB of peak memory over the table itself)
     table = pd.DataFrame({c.name: data[c.name] for c in columns}, copy=False)
     return conform(table, columns)
+
+
+def shortest_floats(row: pd.Series) -> pd.Series:
+    """One row with its FLOAT32 values as the shortest decimals that read back as them
+    (21.504, not 21.503999710083008): a one-deployment report is not the grid (#16)."""
+    out = row.copy()
+    for name in row.index:
+        if name in BY_NAME and BY_NAME[name].dtype == FLOAT32:
+            out[name] = float(str(np.float32(row[name])))
+    return out
 
 
 def empty(columns: Sequence[Column]) -> pd.DataFrame:
