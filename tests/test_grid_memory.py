@@ -104,3 +104,11 @@ def test_the_narrow_table_holds_the_wide_evaluation_rounded_only_where_declared(
             np.testing.assert_array_equal(got.to_numpy(), np.asarray(want, np.float32), c.name)
         else:
             np.testing.assert_array_equal(got.to_numpy(), np.asarray(want), c.name)
+
+
+def test_a_one_row_report_shows_float32_detail_as_its_shortest_decimal():
+    row = pd.Series({"t_kv_ms": np.float32(21.504), "tpot_ms": 1.0 / 3.0, "gpu": "h100-sxm"})
+    out = columns.shortest_floats(row)
+    assert out["t_kv_ms"] == 21.504  # not 21.503999710083008, what float() of it reads
+    assert float(row["t_kv_ms"]) != 21.504
+    assert out["tpot_ms"] == 1.0 / 3.0 and out["gpu"] == "h100-sxm"  # float64 kept whole
