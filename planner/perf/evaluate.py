@@ -433,15 +433,25 @@ def _chunked(
     """`evaluate_arrays` over slices of the grid (every formula is row by row), written into
     one array per output: the temporaries of a sweep of millions of rows are a slice's."""
     if len(grid) <= CHUNK_ROWS:
-        return evaluate_arrays(model, grid, utilisation, statistic)
+        return evaluate_arrays(model, _widened(grid), utilisation, statistic)
     out: dict[str, np.ndarray] = {}
     for start in range(0, len(grid), CHUNK_ROWS):
-        part = evaluate_arrays(model, grid.iloc[start : start + CHUNK_ROWS], utilisation, statistic)
+        rows = _widened(grid.iloc[start : start + CHUNK_ROWS])
+        part = evaluate_arrays(model, rows, utilisation, statistic)
         for name, values in part.items():
             if name not in out:
                 out[name] = _like(values, len(grid), columns.BY_NAME[name].storage)
             out[name][start : start + len(values)] = values
     return out
+
+
+_SHARED = tuple(c.name for c in columns.GRID_COLUMNS if c.dtype == columns.SHARED)
+
+
+def _widened(grid: pd.DataFrame) -> pd.DataFrame:
+    """A slice with its per-deployment numbers (`columns.SHARED`, categoricals) gathered to
+    float64 once: the formulas read each several times, and a categorical gathers per read."""
+    return grid.assign(**{n: grid[n].to_numpy(dtype=float) for n in _SHARED if n in grid})
 
 
 def _like(values: np.ndarray | pd.Categorical, n: int, storage: str) -> Any:
