@@ -433,7 +433,7 @@ def _chunked(
     """`evaluate_arrays` over slices of the grid (every formula is row by row), written into
     one array per output: the temporaries of a sweep of millions of rows are a slice's."""
     if len(grid) <= CHUNK_ROWS:
-        return evaluate_arrays(model, _widened(grid), utilisation, statistic)
+        return evaluate_arrays(model, grid, utilisation, statistic)  # small: gathers are cheap
     out: dict[str, np.ndarray] = {}
     for start in range(0, len(grid), CHUNK_ROWS):
         rows = _widened(grid.iloc[start : start + CHUNK_ROWS])
