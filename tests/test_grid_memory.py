@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from planner.perf import columns
 from planner.perf import evaluate as ev
 from planner.perf.candidates import GridSpec, Price, build_grid
+from planner.perf.queueing import _erlang_b_exact
 
 
 def _grid(catalog, batches=(1, 8, 64, 256)) -> tuple:
@@ -112,3 +113,25 @@ def test_a_one_row_report_shows_float32_detail_as_its_shortest_decimal():
     assert out["t_kv_ms"] == 21.504  # not 21.503999710083008, what float() of it reads
     assert float(row["t_kv_ms"]) != 21.504
     assert out["tpot_ms"] == 1.0 / 3.0 and out["gpu"] == "h100-sxm"  # float64 kept whole
+
+
+def _erlang_b_by_masks(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """The recursion as it was before #16: every pair stepped to the largest c, by masks."""
+    erlang_b, result = np.ones(a.shape), np.zeros(a.shape)
+    for n in range(1, int(c.max(initial=0)) + 1):
+        erlang_b = a * erlang_b / (n + a * erlang_b)
+        result[c == n] = erlang_b[c == n]
+    return result
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.integers(0, 600), st.floats(0.0, 1.5, allow_nan=False)), max_size=80
+    )
+)
+def test_erlang_b_in_order_of_servers_equals_the_masked_recursion_bit_for_bit(pairs):
+    """The per-slice Erlang-B steps only the pairs still below their c: the same floats."""
+    c = np.asarray([p[0] for p in pairs], dtype=np.int64)
+    a = np.asarray([p[1] * p[0] for p in pairs], dtype=float)
+    np.testing.assert_array_equal(_erlang_b_exact(c, a), _erlang_b_by_masks(c, a))
