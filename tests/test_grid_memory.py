@@ -68,7 +68,7 @@ def _row_bytes(declared: tuple[columns.Column, ...]) -> int:
 
 
 def test_per_deployment_numbers_are_stored_once_not_on_every_row(catalog):
-    """Doubling the rows (batches) adds exactly the declared bytes a row: the ~35 per-GPU,
+    """Doubling the rows (batches) adds exactly the declared bytes a row: the 32 per-GPU,
     per-quant and per-engine numbers add a 1-byte code a row, not 8 bytes."""
     model, few = _grid(catalog, batches=(1, 2))
     _, many = _grid(catalog, batches=(1, 2, 3, 4))
