@@ -47,6 +47,10 @@ def main(model_id: str = "llama-3.1-70b", shapes: str = "1") -> None:
     table = out.memory_usage(deep=True).sum() / 2**20
     print(f"{model_id}: {len(out):,} rows x {out.shape[1]} columns, {cpu:.1f} CPU s")
     print(f"  table {table:,.0f} MiB ({table * 2**20 / len(out):.0f} B/row)")
+    per_row = out.memory_usage(deep=True, index=False) / len(out)
+    by = per_row.groupby(out.dtypes.astype(str).to_numpy()).agg(["count", "sum"])
+    parts = [f"{d} {n:.0f} x {b / n:.0f} B" for d, (n, b) in by.iterrows()]
+    print("  by storage: " + ", ".join(parts))
     print(f"  peak RSS {peak:,.0f} MiB (after imports and catalog: {before:,.0f} MiB)")
 
 

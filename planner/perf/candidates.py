@@ -238,10 +238,10 @@ def build_grid(
     if not ok:
         return columns.empty(columns.GRID_COLUMNS), rejected_df
     deployments = columns.conform(pd.DataFrame(ok), DEPLOYMENT_COLUMNS)
-    shapes = np.asarray(list(spec.shapes), dtype=np.int64).reshape(-1, 2)
-    batches = np.asarray(sorted(set(spec.batches)), dtype=np.int64)
+    shapes = np.asarray(list(spec.shapes), dtype=np.int32).reshape(-1, 2)
+    batches = np.asarray(sorted(set(spec.batches)), dtype=np.int32)
     n_dep, n_b, n_s = len(deployments), len(batches), len(shapes)
-    shape_index = np.tile(np.arange(n_s), n_dep * n_b)
+    shape_index = np.tile(np.arange(n_s, dtype=np.int16), n_dep * n_b)
     grid = deployments.take(np.repeat(np.arange(n_dep), n_b * n_s)).reset_index(drop=True)
     grid = grid.assign(
         batch=np.tile(np.repeat(batches, n_s), n_dep),
@@ -261,20 +261,27 @@ def with_speculation(
     n, n_o = len(grid), len(opts)
     if n_o > 1:
         grid = grid.take(np.repeat(np.arange(n), n_o)).reset_index(drop=True)
-    pick = np.tile(np.arange(n_o), n)
+    pick = np.tile(np.arange(n_o, dtype=np.int16), n)  # issue #16: small per-row arrays
 
     def of(attr: str) -> np.ndarray:
         return np.asarray([getattr(o, attr) for o in opts])[pick]
 
+    def shared(attr: str) -> pd.Categorical:
+        """A number set per option, stored once per value (`columns.SHARED`, #16)."""
+        codes, values = pd.factorize(np.asarray([getattr(o, attr) for o in opts], float), sort=True)
+        return pd.Categorical.from_codes(codes.astype(np.int8)[pick], values)
+
+    modes = sorted(MODES)
+    mode_codes = np.asarray([modes.index(o.mode) for o in opts], dtype=np.int8)
     return grid.assign(
-        speculative=pd.Categorical(of("mode"), categories=sorted(MODES)),
-        spec_tokens=of("spec_tokens").astype(np.int64),
-        spec_acceptance=of("acceptance").astype(float),
-        draft_params_held=of("draft_params_held").astype(float),
-        draft_params_read=of("draft_params_read").astype(float),
-        draft_layers=of("draft_layers").astype(np.int64),
-        draft_kv_elems_per_token=of("draft_kv_elems_per_token").astype(float),
-        prefix_cached_tokens=np.full(len(grid), prefix_cached_tokens, dtype=np.int64),
+        speculative=pd.Categorical.from_codes(mode_codes[pick], modes),
+        spec_tokens=of("spec_tokens").astype(np.int16),
+        spec_acceptance=shared("acceptance"),
+        draft_params_held=shared("draft_params_held"),
+        draft_params_read=shared("draft_params_read"),
+        draft_layers=of("draft_layers").astype(np.int16),
+        draft_kv_elems_per_token=shared("draft_kv_elems_per_token"),
+        prefix_cached_tokens=np.full(len(grid), prefix_cached_tokens, dtype=np.int32),
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 Stage = Literal["class", "grid", "model", "verdict"]
@@ -23,6 +24,14 @@ TEXT = "str"
 INT = "int64"
 FLOAT = "float64"
 BOOL = "bool"
+# issue #16 (grid memory): narrower storage for the big grid, declared per column
+SHARED = "shared"  # a number constant per deployment (a GPU's bandwidth, an engine's
+# efficiency, a price): stored once per distinct value as a categorical, rows hold codes;
+# formulas read it with `to_numpy(dtype=float)`, which gathers the values
+FLOAT32 = "float32"  # physics detail that no decision, cost or golden value reads
+INT32 = "int32"  # integer axes: batch and token counts (int16 products overflow)
+INT16 = "int16"  # small layout degrees (tp, pp, ep, ...): read as floats by every formula
+_STORAGE = {SHARED: "category"}  # a marker's pandas dtype, where it is not its own name
 
 
 @dataclass(frozen=True)
@@ -36,13 +45,18 @@ class Column:
     stage: Stage
 
     @property
+    def storage(self) -> str:
+        """The pandas dtype name the column is stored at (`SHARED` is a categorical)."""
+        return _STORAGE.get(self.dtype, self.dtype)
+
+    @property
     def pandas_dtype(self) -> Any:
         """The dtype pandas stores for `dtype` (str is object on pandas 2, StringDtype on 3)."""
-        return _stored_dtype(self.dtype)
+        return _stored_dtype(self.storage)
 
     def holds(self, dtype: Any) -> bool:
         """Whether a column stored at `dtype` is at the declared dtype (any categories)."""
-        if self.dtype == ID:
+        if self.dtype in (ID, SHARED):
             return isinstance(dtype, pd.CategoricalDtype)
         return dtype == self.pandas_dtype
 
@@ -65,92 +79,92 @@ GRID_COLUMNS = _stage(
     "grid",
     [
         ("gpu", "id", ID, "GPU catalog id"),
-        ("tp", "GPUs", INT, "tensor-parallel degree: GPUs per attention rank of a stage"),
+        ("tp", "GPUs", INT16, "tensor-parallel degree: GPUs per attention rank of a stage"),
         # multi-node replicas, expert parallel, DP attention (issue #11 parts 1-2)
-        ("pp", "stages", INT, "pipeline-parallel stages per replica"),
-        ("ep", "ranks", INT, "expert-parallel ranks per stage (1: experts tensor-parallel)"),
-        ("dp_attention", "ranks", INT, "attention data-parallel ranks per stage (1: off)"),
-        ("gpus_per_replica", "GPUs", INT, "GPUs one replica uses: tp x dp_attention x pp"),
-        ("nodes_per_replica", "nodes", INT, "servers one replica spans"),
-        ("scaleup_domain_gpus", "GPUs", INT, "GPUs joined by the scale-up link"),
-        ("scaleout_latency_us", "us", FLOAT, "fixed latency of one scale-out transfer"),
-        ("ep_imbalance", "ratio", FLOAT, "busiest EP rank's expert load over the mean"),
+        ("pp", "stages", INT16, "pipeline-parallel stages per replica"),
+        ("ep", "ranks", INT16, "expert-parallel ranks per stage (1: experts tensor-parallel)"),
+        ("dp_attention", "ranks", INT16, "attention data-parallel ranks per stage (1: off)"),
+        ("gpus_per_replica", "GPUs", INT32, "GPUs one replica uses: tp x dp_attention x pp"),
+        ("nodes_per_replica", "nodes", INT16, "servers one replica spans"),
+        ("scaleup_domain_gpus", "GPUs", INT16, "GPUs joined by the scale-up link"),
+        ("scaleout_latency_us", "us", SHARED, "fixed latency of one scale-out transfer"),
+        ("ep_imbalance", "ratio", SHARED, "busiest EP rank's expert load over the mean"),
         ("quant", "id", ID, "weight quantization scheme"),
         ("kv_dtype", "id", ID, "KV-cache dtype"),
         ("compute_dtype", "id", ID, "dtype the matrix math runs at on this GPU"),
-        ("bandwidth_bytes_per_s", "B/s", FLOAT, "HBM bandwidth per GPU (peak)"),
-        ("memory_bytes", "B", FLOAT, "memory capacity per GPU"),
-        ("peak_flops", "FLOP/s", FLOAT, "dense peak per GPU at compute_dtype"),
-        ("peak_flops_attention", "FLOP/s", FLOAT, "dense peak per GPU for attention (16-bit)"),
-        ("link_bytes_per_s", "B/s", FLOAT, "scale-up bandwidth per GPU at this TP degree"),
-        ("link_hop_latency_us", "us", FLOAT, "ring all-reduce latency per hop (#10)"),
-        ("weight_bytes_per_param", "B/param", FLOAT, "bytes per block weight at this quant"),
-        ("embedding_bytes_per_param", "B/param", FLOAT, "bytes per embedding/LM-head weight"),
-        ("price_usd_per_gpu_hour", "$/GPU-h", FLOAT, "price per GPU-hour used (NaN: none)"),
+        ("bandwidth_bytes_per_s", "B/s", SHARED, "HBM bandwidth per GPU (peak)"),
+        ("memory_bytes", "B", SHARED, "memory capacity per GPU"),
+        ("peak_flops", "FLOP/s", SHARED, "dense peak per GPU at compute_dtype"),
+        ("peak_flops_attention", "FLOP/s", SHARED, "dense peak per GPU for attention (16-bit)"),
+        ("link_bytes_per_s", "B/s", SHARED, "scale-up bandwidth per GPU at this TP degree"),
+        ("link_hop_latency_us", "us", SHARED, "ring all-reduce latency per hop (#10)"),
+        ("weight_bytes_per_param", "B/param", SHARED, "bytes per block weight at this quant"),
+        ("embedding_bytes_per_param", "B/param", SHARED, "bytes per embedding/LM-head weight"),
+        ("price_usd_per_gpu_hour", "$/GPU-h", SHARED, "price per GPU-hour used (NaN: none)"),
         ("price_provider", "name", ID, "whose price it is ('' when there is none)"),
-        ("eff_eta_mem", "fraction", FLOAT, "engine: achieved fraction of HBM bandwidth"),
-        ("eff_eta_compute_decode", "fraction", FLOAT, "engine: fraction of peak in decode"),
-        ("eff_eta_compute_prefill", "fraction", FLOAT, "engine: fraction of peak in prefill"),
-        ("eff_eta_kv", "fraction", FLOAT, "engine: KV read efficiency of attention vs GEMV"),
-        ("eff_allreduce_latency_us", "us", FLOAT, "engine: fixed latency per collective"),
-        ("eff_step_overhead_ms", "ms", FLOAT, "engine: fixed cost per decode step"),
-        ("eff_prefill_overhead_ms", "ms", FLOAT, "engine: fixed cost per prefill pass"),
-        ("eff_mem_util", "fraction", FLOAT, "engine: usable fraction of GPU memory"),
-        ("eff_runtime_reserve_gb", "GB", FLOAT, "engine: runtime memory beyond its budget"),
-        ("eff_kv_budget_of_free", "bool", FLOAT, "engine: mem_util of free memory"),
-        ("eff_activations_in_budget", "bool", FLOAT, "engine: activations inside mem_util"),
-        ("eff_prefill_chunk_tokens", "tokens", FLOAT, "engine: tokens per chunked-prefill pass"),
+        ("eff_eta_mem", "fraction", SHARED, "engine: achieved fraction of HBM bandwidth"),
+        ("eff_eta_compute_decode", "fraction", SHARED, "engine: fraction of peak in decode"),
+        ("eff_eta_compute_prefill", "fraction", SHARED, "engine: fraction of peak in prefill"),
+        ("eff_eta_kv", "fraction", SHARED, "engine: KV read efficiency of attention vs GEMV"),
+        ("eff_allreduce_latency_us", "us", SHARED, "engine: fixed latency per collective"),
+        ("eff_step_overhead_ms", "ms", SHARED, "engine: fixed cost per decode step"),
+        ("eff_prefill_overhead_ms", "ms", SHARED, "engine: fixed cost per prefill pass"),
+        ("eff_mem_util", "fraction", SHARED, "engine: usable fraction of GPU memory"),
+        ("eff_runtime_reserve_gb", "GB", SHARED, "engine: runtime memory beyond its budget"),
+        ("eff_kv_budget_of_free", "bool", SHARED, "engine: mem_util of free memory"),
+        ("eff_activations_in_budget", "bool", SHARED, "engine: activations inside mem_util"),
+        ("eff_prefill_chunk_tokens", "tokens", SHARED, "engine: tokens per chunked-prefill pass"),
         # disaggregated prefill/decode (issue #11)
         ("role", "name", ID, "aggregated, or the prefill or decode pool of a disaggregated fleet"),
-        ("scaleout_link_bytes_per_s", "B/s", FLOAT, "scale-out NIC per GPU (NaN: not sourced)"),
+        ("scaleout_link_bytes_per_s", "B/s", SHARED, "scale-out NIC per GPU (NaN: not sourced)"),
         # KV transfer over the scale-up link within one domain (issue #11, perf/kv_link.py)
         ("kv_link", "name", ID, "link a pool's KV crosses: scale-out, scale-up (none: aggregated)"),
         # issue #10 (fidelity): per-sequence decode cost, per-request TTFT latency
-        ("eff_step_per_seq_us", "us", FLOAT, "engine: decode step cost per sequence"),
-        ("eff_request_overhead_ms", "ms", FLOAT, "engine: per-request latency in TTFT"),
-        ("eff_benchmark_wave_share", "fraction", FLOAT, "engine: calibration only"),
+        ("eff_step_per_seq_us", "us", SHARED, "engine: decode step cost per sequence"),
+        ("eff_request_overhead_ms", "ms", SHARED, "engine: per-request latency in TTFT"),
+        ("eff_benchmark_wave_share", "fraction", SHARED, "engine: calibration only"),
         # issue #10 (remaining): TensorRT-LLM reserves KV for the whole output at admission
-        ("eff_kv_reserve_output", "bool", FLOAT, "engine: KV for I + O held per sequence"),
-        ("batch", "sequences", INT, "sequences per replica: the engine's max_num_seqs, kept full"),
-        ("shape_index", "index", INT, "which request shape of the grid spec"),
-        ("input_len", "tokens", INT, "prompt tokens per request"),
-        ("output_len", "tokens", INT, "generated tokens per request"),
+        ("eff_kv_reserve_output", "bool", SHARED, "engine: KV for I + O held per sequence"),
+        ("batch", "sequences", INT32, "sequences per replica: engine's max_num_seqs, kept full"),
+        ("shape_index", "index", INT16, "which request shape of the grid spec"),
+        ("input_len", "tokens", INT32, "prompt tokens per request"),
+        ("output_len", "tokens", INT32, "generated tokens per request"),
         # speculative decoding and prefix caching (issue #11, planner/perf/speculative.py)
         ("speculative", "id", ID, "speculative decoding: off, mtp or draft"),
-        ("spec_tokens", "tokens", INT, "draft tokens per verify step k (0: off)"),
-        ("spec_acceptance", "fraction", FLOAT, "per-token acceptance rate of the draft"),
-        ("draft_params_held", "params", FLOAT, "parameters the drafter holds in memory"),
-        ("draft_params_read", "params", FLOAT, "parameters one draft step reads"),
-        ("draft_layers", "layers", INT, "drafter layers (all-reduces under tp)"),
-        ("draft_kv_elems_per_token", "elements", FLOAT, "drafter KV elements per token"),
-        ("prefix_cached_tokens", "tokens", INT, "prompt tokens served from the prefix cache"),
+        ("spec_tokens", "tokens", INT16, "draft tokens per verify step k (0: off)"),
+        ("spec_acceptance", "fraction", SHARED, "per-token acceptance rate of the draft"),
+        ("draft_params_held", "params", SHARED, "parameters the drafter holds in memory"),
+        ("draft_params_read", "params", SHARED, "parameters one draft step reads"),
+        ("draft_layers", "layers", INT16, "drafter layers (all-reduces under tp)"),
+        ("draft_kv_elems_per_token", "elements", SHARED, "drafter KV elements per token"),
+        ("prefix_cached_tokens", "tokens", INT32, "prompt tokens served from the prefix cache"),
     ],
 )
 
 MODEL_COLUMNS = _stage(
     "model",
     [
-        ("weights_per_gpu_gb", "GB", FLOAT, "weights held per GPU"),
-        ("kv_cache_per_gpu_gb", "GB", FLOAT, "KV cache per GPU at this batch, in flight (I+O/2)"),
-        ("activations_per_gpu_gb", "GB", FLOAT, "activation workspace and logits per GPU"),
-        ("memory_per_gpu_gb", "GB", FLOAT, "total memory per GPU at this batch"),
-        ("memory_usable_gb", "GB", FLOAT, "memory the engine may use: weights, workspace, KV pool"),
+        ("weights_per_gpu_gb", "GB", FLOAT32, "weights held per GPU"),
+        ("kv_cache_per_gpu_gb", "GB", FLOAT32, "KV cache per GPU at this batch, in flight (I+O/2)"),
+        ("activations_per_gpu_gb", "GB", FLOAT32, "activation workspace and logits per GPU"),
+        ("memory_per_gpu_gb", "GB", FLOAT32, "total memory per GPU at this batch"),
+        ("memory_usable_gb", "GB", FLOAT32, "memory the engine may use: weights, workspace, KV"),
         ("fits", "bool", BOOL, "the batch fits in memory"),
         ("memory_shortfall_gb", "GB", FLOAT, "memory missing per GPU (0 if it fits)"),
-        ("max_batch", "sequences", INT, "largest batch that fits"),
-        ("bytes_weights_per_step_gb", "GB", FLOAT, "weight bytes read per decode step, per GPU"),
-        ("bytes_kv_per_step_gb", "GB", FLOAT, "KV bytes read per decode step, per GPU"),
-        ("flops_per_step_tflop", "TFLOP", FLOAT, "FLOPs per decode step, per GPU"),
-        ("t_weights_ms", "ms", FLOAT, "time to read the weights"),
-        ("t_kv_ms", "ms", FLOAT, "time to read the KV cache"),
-        ("t_memory_ms", "ms", FLOAT, "memory time: weights + KV"),
-        ("t_compute_ms", "ms", FLOAT, "compute time of the decode step"),
-        ("t_comm_ms", "ms", FLOAT, "collectives per step: all-reduces, all-to-all, stage sends"),
-        ("t_overhead_ms", "ms", FLOAT, "fixed per-step cost: launch, scheduling, sampling"),
+        ("max_batch", "sequences", INT32, "largest batch that fits"),
+        ("bytes_weights_per_step_gb", "GB", FLOAT32, "weight bytes read per decode step, per GPU"),
+        ("bytes_kv_per_step_gb", "GB", FLOAT32, "KV bytes read per decode step, per GPU"),
+        ("flops_per_step_tflop", "TFLOP", FLOAT32, "FLOPs per decode step, per GPU"),
+        ("t_weights_ms", "ms", FLOAT32, "time to read the weights"),
+        ("t_kv_ms", "ms", FLOAT32, "time to read the KV cache"),
+        ("t_memory_ms", "ms", FLOAT32, "memory time: weights + KV"),
+        ("t_compute_ms", "ms", FLOAT32, "compute time of the decode step"),
+        ("t_comm_ms", "ms", FLOAT32, "collectives per step: all-reduces, all-to-all, stage sends"),
+        ("t_overhead_ms", "ms", FLOAT32, "fixed per-step cost: launch, scheduling, sampling"),
         ("tpot_step_ms", "ms", FLOAT, "decode time per output token: step / tokens_per_step"),
         ("bound", "name", ID, "memory or compute: which roofline bound holds in decode"),
-        ("intensity_flop_per_byte", "FLOP/B", FLOAT, "arithmetic intensity of the decode step"),
-        ("ridge_flop_per_byte", "FLOP/B", FLOAT, "ridge point of this GPU at this dtype"),
+        ("intensity_flop_per_byte", "FLOP/B", FLOAT32, "arithmetic intensity of the decode step"),
+        ("ridge_flop_per_byte", "FLOP/B", FLOAT32, "ridge point of this GPU at this dtype"),
         ("prefill_ms", "ms", FLOAT, "time to prefill one request alone"),
         ("prefill_share_ms", "ms", FLOAT, "one request's share of chunked prefill passes"),
         ("prefill_bound", "name", ID, "memory or compute: which bound holds in prefill"),
@@ -159,23 +173,23 @@ MODEL_COLUMNS = _stage(
         ("ttft_unloaded_ms", "ms", FLOAT, "time to first token on an idle replica"),
         ("requests_per_s", "req/s", FLOAT, "requests per second per replica at full load"),
         ("capacity_requests_per_s", "req/s", FLOAT, "requests per second per replica, planned"),
-        ("throughput_tok_s", "tok/s", FLOAT, "output tokens per second per replica, full load"),
-        ("total_tok_s", "tok/s", FLOAT, "input + output tokens per second per replica"),
+        ("throughput_tok_s", "tok/s", FLOAT32, "output tokens per second per replica, full load"),
+        ("total_tok_s", "tok/s", FLOAT32, "input + output tokens per second per replica"),
         ("cost_per_hour_usd", "$/h", FLOAT, "replica cost per hour (GPUs per replica x price)"),
         ("cost_per_request_usd", "$", FLOAT, "cost per request at planned load"),
         ("cost_per_1k_output_tokens_usd", "$", FLOAT, "cost per 1K output tokens, planned load"),
         # speculative decoding and prefix caching (issue #11)
-        ("tokens_per_step", "tokens", FLOAT, "tokens one decode step emits: E(k, a), 1 if off"),
-        ("t_verify_ms", "ms", FLOAT, "target pass over k + 1 tokens per sequence (one step)"),
-        ("t_draft_ms", "ms", FLOAT, "the k draft steps of one decode step"),
-        ("draft_per_gpu_gb", "GB", FLOAT, "drafter weights and KV per GPU at this batch"),
-        ("prefix_cache_per_gpu_gb", "GB", FLOAT, "shared prefix KV, held once per replica"),
+        ("tokens_per_step", "tokens", FLOAT32, "tokens one decode step emits: E(k, a), 1 if off"),
+        ("t_verify_ms", "ms", FLOAT32, "target pass over k + 1 tokens per sequence (one step)"),
+        ("t_draft_ms", "ms", FLOAT32, "the k draft steps of one decode step"),
+        ("draft_per_gpu_gb", "GB", FLOAT32, "drafter weights and KV per GPU at this batch"),
+        ("prefix_cache_per_gpu_gb", "GB", FLOAT32, "shared prefix KV, held once per replica"),
         # disaggregated prefill/decode (issue #11)
         ("kv_transfer_ms", "ms", FLOAT, "pool's NIC time for one request's KV (0: aggregated)"),
         # multi-node replicas, expert parallel (issue #11 parts 1-2)
-        ("t_alltoall_ms", "ms", FLOAT, "expert-parallel dispatch + combine per decode step"),
-        ("t_p2p_ms", "ms", FLOAT, "pipeline stage-to-stage sends per decode step"),
-        ("pipeline_bubble", "fraction", FLOAT, "share of stage time idle at decode (1 - m/pp)"),
+        ("t_alltoall_ms", "ms", FLOAT32, "expert-parallel dispatch + combine per decode step"),
+        ("t_p2p_ms", "ms", FLOAT32, "pipeline stage-to-stage sends per decode step"),
+        ("pipeline_bubble", "fraction", FLOAT32, "share of stage time idle at decode (1 - m/pp)"),
     ],
 )
 
@@ -216,7 +230,7 @@ def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
     """`table` as exactly the declared columns, in declared order, at declared dtypes."""
     check_names(table.columns, columns)
     out = table[[c.name for c in columns]]
-    casts = {c.name: c.dtype for c in columns if not c.holds(out[c.name].dtype)}
+    casts = {c.name: c.storage for c in columns if not c.holds(out[c.name].dtype)}
     return out.astype(casts) if casts else out
 
 
@@ -229,6 +243,16 @@ def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
     return conform(table, columns)
 
 
+def shortest_floats(row: pd.Series) -> pd.Series:
+    """One row with its FLOAT32 values as the shortest decimals that read back as them
+    (21.504, not 21.503999710083008): a one-deployment report is not the grid (#16)."""
+    out = row.copy()
+    for name in row.index:
+        if name in BY_NAME and BY_NAME[name].dtype == FLOAT32:
+            out[name] = float(str(np.float32(row[name])))
+    return out
+
+
 def empty(columns: Sequence[Column]) -> pd.DataFrame:
     """A table with the declared columns and no rows."""
-    return pd.DataFrame({c.name: pd.Series([], dtype=c.dtype) for c in columns})
+    return pd.DataFrame({c.name: pd.Series([], dtype=c.storage) for c in columns})

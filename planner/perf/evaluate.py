@@ -424,7 +424,7 @@ def evaluate(
     return pd.concat([grid.reset_index(drop=True), outputs], axis=1)
 
 
-CHUNK_ROWS = 262_144  # issue 16: rows evaluated at once, so intermediates stay bounded
+CHUNK_ROWS = 65_536  # issue 16: rows evaluated at once, so intermediates stay bounded
 
 
 def _chunked(
@@ -433,19 +433,30 @@ def _chunked(
     """`evaluate_arrays` over slices of the grid (every formula is row by row), written into
     one array per output: the temporaries of a sweep of millions of rows are a slice's."""
     if len(grid) <= CHUNK_ROWS:
-        return evaluate_arrays(model, grid, utilisation, statistic)
+        return evaluate_arrays(model, grid, utilisation, statistic)  # small: gathers are cheap
     out: dict[str, np.ndarray] = {}
     for start in range(0, len(grid), CHUNK_ROWS):
-        part = evaluate_arrays(model, grid.iloc[start : start + CHUNK_ROWS], utilisation, statistic)
+        rows = _widened(grid.iloc[start : start + CHUNK_ROWS])
+        part = evaluate_arrays(model, rows, utilisation, statistic)
         for name, values in part.items():
             if name not in out:
-                out[name] = _like(values, len(grid))
+                out[name] = _like(values, len(grid), columns.BY_NAME[name].storage)
             out[name][start : start + len(values)] = values
     return out
 
 
-def _like(values: np.ndarray | pd.Categorical, n: int) -> Any:
-    """An unfilled column of `n` rows like a chunk's (a categorical keeps its categories)."""
+_SHARED = tuple(c.name for c in columns.GRID_COLUMNS if c.dtype == columns.SHARED)
+
+
+def _widened(grid: pd.DataFrame) -> pd.DataFrame:
+    """A slice with its per-deployment numbers (`columns.SHARED`, categoricals) gathered to
+    float64 once: the formulas read each several times, and a categorical gathers per read."""
+    return grid.assign(**{n: grid[n].to_numpy(dtype=float) for n in _SHARED if n in grid})
+
+
+def _like(values: np.ndarray | pd.Categorical, n: int, storage: str) -> Any:
+    """An unfilled column of `n` rows like a chunk's (a categorical keeps its categories),
+    at the declared storage (float32 where declared: no whole-grid float64 copy, #16)."""
     if isinstance(values, pd.Categorical):
         return pd.Categorical.from_codes(np.zeros(n, dtype=values.codes.dtype), values.categories)
-    return np.empty(n, dtype=np.asarray(values).dtype)
+    return np.empty(n, dtype=np.asarray(values).dtype if storage == "category" else storage)

@@ -57,14 +57,23 @@ def erlang_c(servers: ArrayLike, utilisation: ArrayLike) -> Array:
 
 def _erlang_b_exact(c: NDArray[np.int64], a: Array) -> Array:
     """Erlang B by the stable recursion B(n) = a B(n-1) / (n + a B(n-1)) from B(0) = 1,
-    one step per server up to the largest c (the pairs share the steps)."""
+    one step per server up to the largest c (the pairs share the steps). Pairs are taken in
+    order of c and a pair leaves the steps at its own c, so a step costs a few array slices,
+    not a mask over every pair (a grid evaluated in slices runs this once a slice, #16)."""
+    order = np.argsort(c, kind="stable")
+    a_sorted = a[order]
+    n_max = int(c.max(initial=0))
+    done = np.searchsorted(c[order], np.arange(n_max + 1), side="right")  # pairs with c <= n
     erlang_b = np.ones(a.shape)
     result = np.zeros(a.shape)
-    for n in range(1, int(c.max(initial=0)) + 1):
-        erlang_b = a * erlang_b / (n + a * erlang_b)
-        hit = c == n
-        if hit.any():
-            result[hit] = erlang_b[hit]
+    lo = int(done[0])  # c = 0: no step, 0 as before
+    for n in range(1, n_max + 1):
+        live = a_sorted[lo:]
+        erlang_b[lo:] = live * erlang_b[lo:] / (n + live * erlang_b[lo:])
+        hi = int(done[n])
+        if hi > lo:
+            result[order[lo:hi]] = erlang_b[lo:hi]
+            lo = hi
     return result
 
 

@@ -62,7 +62,8 @@ def _multinode_advice(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
     """What would fit: the GPUs (and nodes) the leanest allowed weights need, the largest
     replica allowed, and only the changes that can help (no lower-bit advice when the
     leanest allowed quantization is already 4-bit, no tp advice beyond a node)."""
-    lean = rows.loc[rows["weight_bytes_per_param"].idxmin()]
+    # a categorical column (columns.SHARED, #16): its values read as floats, first minimum
+    lean = rows.iloc[int(np.argmin(rows["weight_bytes_per_param"].to_numpy(dtype=float)))]
     by_id = {g.id: g for g in gpus}
     gpu = by_id.get(str(lean.gpu), max(gpus, key=lambda g: g.memory_gb))
     weights = float(
@@ -97,7 +98,7 @@ def _multinode_advice(model: Model, rows: pd.DataFrame, gpus: list[Gpu]) -> str:
     else:
         advice.append(f"allow a tp of at least {need}")
     text += f"; the search allowed at most {largest} GPU(s) per replica. "
-    if float(rows["weight_bytes_per_param"].min()) > 0.5:
+    if float(rows["weight_bytes_per_param"].to_numpy(dtype=float).min()) > 0.5:
         advice.append(
             "allow a lower-bit quantization than "
             + ", ".join(sorted(set(rows["quant"])))

@@ -11,6 +11,7 @@ import pandas as pd
 
 from planner.errors import InputError, shorten
 from planner.inputs.catalog import Catalog
+from planner.perf import columns
 from planner.perf import queueing as q
 from planner.perf.candidates import (
     GridSpec,
@@ -184,7 +185,7 @@ def _check_prefix(req: EstimateRequest) -> None:
 
 def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> pd.Series:
     model, grid = _grid(req, catalog, batch)
-    return evaluate(model, grid, req.utilisation, statistic).iloc[0].copy()
+    return columns.shortest_floats(evaluate(model, grid, req.utilisation, statistic).iloc[0])
 
 
 def _max_num_seqs(req: EstimateRequest, catalog: Catalog) -> int:

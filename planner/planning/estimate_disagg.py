@@ -26,6 +26,7 @@ import pandas as pd
 
 from planner.errors import InputError
 from planner.inputs.catalog import Catalog
+from planner.perf import columns
 from planner.perf import queueing as q
 from planner.perf.evaluate import evaluate
 from planner.perf.kv_link import domain_gpus
@@ -74,7 +75,7 @@ def _pool_row(
         dp_attentions=[dp],
         kv_links=(link,),
     )
-    return evaluate(model, grid, req.utilisation, "none").iloc[0]
+    return columns.shortest_floats(evaluate(model, grid, req.utilisation, "none").iloc[0])
 
 
 def kv_link_for(pools: Pools, catalog: Catalog, gpu_id: str) -> str:
