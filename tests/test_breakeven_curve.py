@@ -109,7 +109,7 @@ class _Known(SelfCost):
 
     def __init__(self, per_scale: float) -> None:
         self.cache, self.replicas, self.solves, self.per_scale = {}, {}, 0, per_scale
-        self._scaled = None
+        self._scaled, self._lp_slope = None, None
 
     def _solve(self, key: float) -> float:
         self.replicas[key] = int(np.ceil(self.per_scale * key))
@@ -131,3 +131,36 @@ def test_the_chart_thins_where_the_fleet_is_large_and_keeps_both_ends():
     steps = np.diff(np.searchsorted(CURVE_SCALES, tail))
     assert (steps == breakeven.SPARSE_STRIDE).all() and len(tail) >= 2
     assert len(drawn) < len(CURVE_SCALES)
+
+
+def test_the_lp_slope_of_pools_by_hand():
+    """Prefill $1/h for 2 prompts/s, decode $3/h for 1 request/s, 10 req/s: the pools need
+    5 + 10 replicas, $35/h; the closed form would price the class on the prefill alone ($5)."""
+    problem = FleetProblem(
+        gpu=("a", "a"),
+        tp=(1, 1),
+        cost_per_hour=np.array([1.0, 3.0]),
+        capacity=np.array([[2.0], [1.0]]),
+        demand=np.array([10.0]),
+        role=("prefill", "decode"),
+        min_replicas=3,
+    )
+    cost = SelfCost(problem, EXACT)
+    assert cost._closed_form_slope() == pytest.approx(5.0)
+    assert cost.lower_slope() == pytest.approx(35.0, rel=1e-5)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), factor=st.floats(0.3, 1.5))
+def test_with_pools_the_lp_slope_bounds_and_the_search_finds_what_the_full_scan_found(seed, factor):
+    problem = _pools(seed)
+    fast, slow = SelfCost(problem, EXACT), SelfCost(problem, EXACT)
+    slope = fast.lower_slope()
+    for s in (0.05, 1.0, 20.0):
+        assert slope * s <= solve_fleet(problem.scaled(s), EXACT).cost_per_hour * (1 + 1e-9)
+    api = slope * factor  # below the LP slope: no crossing, found without a solve
+    scan = [float(s) for s in breakeven.SCALES if slow(float(s)) <= api * s]
+    found = breakeven.break_even_scale(fast, api, 1.0)
+    assert (found is None) == (not scan)
+    if found is not None:
+        assert found <= scan[0] * (1 + 1e-12)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.errors import SolverError
-from planner.fleet import scaled
+from planner.fleet import disagg, scaled
 from planner.fleet.overtime import TimeProblem, build_time_model, solve_time
 from planner.fleet.solver import SolverOptions, solve
 from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
@@ -78,6 +78,7 @@ class SelfCost:
         self.replicas: dict[float, int] = {}  # replicas of each solved scale's fleet
         self.solves = 0  # MIPs solved (the rest came from flat steps)
         self._scaled: scaled.ScaledFleet | None = None
+        self._lp_slope: float | None = None
 
     def __call__(self, scale: float) -> float:
         key = round(float(scale), 12)
@@ -90,10 +91,8 @@ class SelfCost:
         """One MIP: on the model built once (`fleet/scaled.py`) where only the demand rows
         change with the scale, else a fresh `solve_fleet`."""
         self.solves += 1
-        if self._scaled is None and scaled.supported(self.problem, self.options):
-            self._scaled = scaled.ScaledFleet(self.problem, self.options)
-        if self._scaled is not None:
-            sol: scaled.ScaledSolution | FleetSolution = self._scaled.at(key)
+        if scaled.supported(self.problem, self.options):
+            sol: scaled.ScaledSolution | FleetSolution = self._model().at(key)
         else:
             sol = solve_fleet(self.problem.scaled(key), self.options)
         if sol.status == "infeasible":
@@ -117,9 +116,24 @@ class SelfCost:
         return self.cache[lo]
 
     def lower_slope(self) -> float:
-        """$/h per unit of scale that no fleet can beat (issue 16: an exact shortcut, no
-        solve): without integrality, the redundancy floor and the inventory, the LP splits by
-        class, each on its cheapest candidate per request/s, and is linear in the scale."""
+        """$/h per unit of scale that no fleet can beat (issue 16: an exact shortcut): without
+        integrality, the redundancy floor and the inventory, the LP of aggregated replicas
+        splits by class, each on its cheapest candidate per request/s, and is linear in the
+        scale. Prefill/decode pools serve a class only in pairs, so there the LP itself is
+        solved once (`ScaledFleet.lp_slope`): an API below it never breaks even, no scan."""
+        closed = self._closed_form_slope()
+        if not disagg.has_roles(self.problem) or not scaled.supported(self.problem, self.options):
+            return closed
+        if self._lp_slope is None:
+            self._lp_slope = self._model().lp_slope()
+        return max(closed, self._lp_slope)
+
+    def _model(self) -> scaled.ScaledFleet:
+        if self._scaled is None:
+            self._scaled = scaled.ScaledFleet(self.problem, self.options)
+        return self._scaled
+
+    def _closed_form_slope(self) -> float:
         p = self.problem
         with np.errstate(divide="ignore"):
             per_request = np.where(p.capacity > 0, p.cost_per_hour[:, None] / p.capacity, np.inf)
