@@ -74,6 +74,7 @@ class ScaledFleet:
             self.model.values,
             row_lower,
             row_upper,
+            sub_mips=False,
         )
         outcome = solve(model, self.options)
         n = self.problem.n_candidates
