@@ -149,3 +149,48 @@ def test_grouped_pruning_keeps_what_the_whole_list_kept(seed, n):
     want = offered.take(_prune_whole_list(offered))
     assert got.keys.equals(want.keys)
     assert np.array_equal(got.capacity, want.capacity)
+
+
+def _pooled_types(seed: int) -> FleetProblem:
+    """Four GPU types, each an aggregated replica and a prefill and a decode pool; one class
+    with a TTFT bound of 1 s, so the closed-form floor is 0 and the LP bound decides."""
+    rng = np.random.default_rng(seed)
+    role = ("aggregated", "prefill", "decode") * 4
+    gpu = tuple(g for g in "abcd" for _ in range(3))
+    cost = rng.uniform(1.0, 8.0, len(role)).round(1)
+    return FleetProblem(
+        gpu=gpu,
+        tp=(1,) * len(role),
+        cost_per_hour=cost,
+        capacity=(cost * rng.uniform(0.5, 1.5, len(role))).round(1).reshape(-1, 1),
+        demand=np.array([rng.uniform(2.0, 30.0)]),
+        role=role,
+        ttft_part_ms=rng.uniform(50.0, 900.0, len(role)).reshape(-1, 1),
+        ttft_sla_ms=np.array([1000.0]),
+        min_replicas=int(rng.integers(0, 3)),
+    )
+
+
+@given(st.integers(0, 10_000))
+def test_with_pools_the_lp_floor_skips_types_and_picks_what_solving_every_type_picked(seed):
+    problem = _pooled_types(seed)
+    assert cost_floor(problem.restricted(np.array([g == "a" for g in problem.gpu]))) == 0.0
+    calls = []
+
+    def counted(sub, options):
+        calls.append(sub.gpu[0])
+        return solve_fleet(sub, options)
+
+    summarise, solve = pipeline._summarise, pipeline.solve_fleet
+    pipeline._summarise = lambda sol, *_: sol
+    pipeline.solve_fleet = counted
+    try:
+        got = pipeline._single_gpu_best(problem, None, None, (), OPTIONS)
+    finally:
+        pipeline._summarise, pipeline.solve_fleet = summarise, solve
+    want = _every_type(problem)
+    assert (got is None) == (want is None)
+    if got is not None and want is not None:
+        assert got[1] == want[0]
+        assert np.array_equal(got[0].replicas, want[1])
+    assert len(calls) <= 4

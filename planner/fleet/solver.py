@@ -88,6 +88,9 @@ class Model:
     row_lower: np.ndarray
     row_upper: np.ndarray
     start: np.ndarray | None = None  # a feasible point to start the search from
+    # issue 16: HiGHS's sub-MIP heuristics (RINS, RENS) off for small MIPs that branching
+    # proves anyway (the break-even curve's: rag 3.2 -> 2.0 s, the same optima)
+    sub_mips: bool = True
 
     @property
     def n_cols(self) -> int:
@@ -234,6 +237,9 @@ def _solve_model(model: Model, options: SolverOptions) -> Outcome:
     with _quiet_stdout():
         h = highspy.Highs()
         _highs_options(h, options)
+        if not model.sub_mips:
+            for name in ("mip_heuristic_run_rins", "mip_heuristic_run_rens"):
+                h.setOptionValue(name, False)
         _pass_model(h, model)
         if model.start is not None and model.integer.any():
             h.setSolution(

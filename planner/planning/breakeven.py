@@ -17,9 +17,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.errors import SolverError
+from planner.fleet import disagg, scaled
 from planner.fleet.overtime import TimeProblem, build_time_model, solve_time
 from planner.fleet.solver import SolverOptions, solve
-from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.money.pricing import api_usd_per_hour
 from planner.planning.plan import Plan, TimePlan
 from planner.schema.plan import ApiQuote
@@ -74,6 +75,10 @@ class SelfCost:
         self.problem = replace(problem, max_gpus=None, budget_per_hour=None)
         self.options = options
         self.cache: dict[float, float] = {}
+        self.replicas: dict[float, int] = {}  # replicas of each solved scale's fleet
+        self.solves = 0  # MIPs solved (the rest came from flat steps)
+        self._scaled: scaled.ScaledFleet | None = None
+        self._lp_slope: float | None = None
 
     def __call__(self, scale: float) -> float:
         key = round(float(scale), 12)
@@ -83,8 +88,23 @@ class SelfCost:
         return self.cache[key]
 
     def _solve(self, key: float) -> float:
-        sol = solve_fleet(self.problem.scaled(key), self.options)
-        return sol.cost_per_hour if sol.status != "infeasible" else math.inf
+        """One MIP: on the model built once (`fleet/scaled.py`) where only the demand rows
+        change with the scale, else a fresh `solve_fleet`."""
+        self.solves += 1
+        if scaled.supported(self.problem, self.options):
+            sol: scaled.ScaledSolution | FleetSolution = self._model().at(key)
+        else:
+            sol = solve_fleet(self.problem.scaled(key), self.options)
+        if sol.status == "infeasible":
+            return math.inf
+        self.replicas[key] = int(sol.replicas.sum())
+        return sol.cost_per_hour
+
+    def replicas_near(self, scale: float) -> int | None:
+        """Replicas of the fleet solved at the largest scale up to `scale` (a flat step's
+        scale shares its fleet's cost); None before any solve there."""
+        below = [k for k in self.replicas if k <= round(float(scale), 12)]
+        return self.replicas[max(below)] if below else None
 
     def _on_flat_step(self, key: float) -> float | None:
         """The cost is nondecreasing in demand: between two known scales of equal cost it is
@@ -96,9 +116,24 @@ class SelfCost:
         return self.cache[lo]
 
     def lower_slope(self) -> float:
-        """$/h per unit of scale that no fleet can beat (issue 16: an exact shortcut, no
-        solve): without integrality, the redundancy floor and the inventory, the LP splits by
-        class, each on its cheapest candidate per request/s, and is linear in the scale."""
+        """$/h per unit of scale that no fleet can beat (issue 16: an exact shortcut): without
+        integrality, the redundancy floor and the inventory, the LP of aggregated replicas
+        splits by class, each on its cheapest candidate per request/s, and is linear in the
+        scale. Prefill/decode pools serve a class only in pairs, so there the LP itself is
+        solved once (`ScaledFleet.lp_slope`): an API below it never breaks even, no scan."""
+        closed = self._closed_form_slope()
+        if not disagg.has_roles(self.problem) or not scaled.supported(self.problem, self.options):
+            return closed
+        if self._lp_slope is None:
+            self._lp_slope = self._model().lp_slope()
+        return max(closed, self._lp_slope)
+
+    def _model(self) -> scaled.ScaledFleet:
+        if self._scaled is None:
+            self._scaled = scaled.ScaledFleet(self.problem, self.options)
+        return self._scaled
+
+    def _closed_form_slope(self) -> float:
         p = self.problem
         with np.errstate(divide="ignore"):
             per_request = np.where(p.capacity > 0, p.cost_per_hour[:, None] / p.capacity, np.inf)
@@ -344,6 +379,31 @@ def _class_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 CURVE_SCALES = SCALES[(SCALES >= 0.05) & (SCALES <= 20.0)]  # grid points: shared solves
+# issue 16: the chart draws every grid point (10 a decade) while the fleet is small, where its
+# steps show, and every third (a factor 2) once it has DENSE_REPLICAS replicas, where a step is
+# a few % of the cost and the line is nearly straight on the log-log chart; each point drawn is
+# still its own exact MIP (rag: the 7 largest of 27 MIPs were 2/3 of the analysis' CPU time)
+DENSE_REPLICAS = 12
+SPARSE_STRIDE = 3
+
+
+def curve_scales(cost: SelfCost, scales: np.ndarray = CURVE_SCALES) -> np.ndarray:
+    """The scales the chart draws: all of `scales` below the first whose fleet holds
+    DENSE_REPLICAS replicas, then every SPARSE_STRIDE-th down from the last. Replicas grow
+    about linearly with the scale, so the top point's fleet says where that is without a
+    solve per point."""
+    if len(scales) < 2:
+        return scales
+    top = float(scales[-1])
+    if not math.isfinite(cost(top)):
+        return scales
+    reps = cost.replicas_near(top)
+    if reps is None or reps < DENSE_REPLICAS:
+        return scales
+    dense = scales * reps / top < DENSE_REPLICAS
+    first = int(np.argmin(dense)) if not dense.all() else len(scales)
+    tail = np.arange(len(scales) - 1, first - 1, -SPARSE_STRIDE)  # down from the last
+    return scales[np.union1d(np.arange(first), tail).astype(int)]
 
 
 def cost_curves(
@@ -352,13 +412,14 @@ def cost_curves(
     self_cost: SelfCost | None = None,
     scales: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Monthly self-host and API cost against peak requests/s, for the break-even chart."""
+    """Monthly self-host and API cost against peak requests/s, for the break-even chart
+    (at `curve_scales` unless `scales` are given)."""
     assert plan.problem is not None, "a plan without a fleet problem has no cost curve"
-    scales = CURVE_SCALES if scales is None else scales
+    cost = self_cost or SelfCost(plan.problem, plan.solver)
+    scales = curve_scales(cost) if scales is None else scales
     rates, inputs, outputs = _class_arrays(plan)
     api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
     volume = scales * rates.sum()
-    cost = self_cost or SelfCost(plan.problem, plan.solver)
     cost.fill(scales)
     own = np.array([cost(s) for s in scales])
     api = api_hour * plan.average_demand_factor * scales * HOURS_PER_MONTH
@@ -458,7 +519,10 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
         return BuildVsBuy(rows, None, notes)
     notes = _stopped_note(over_time)
     if over_time is None:
-        return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]))
+        # a thinned tail is drawn point to point (as the workbook's chart draws every curve):
+        # a step held over a factor 2 would show costs no fleet has (issue 16)
+        every = len(curves[0]) == len(CURVE_SCALES)
+        return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]), stepwise=every)
     months = over_time.months
     label = f"self-hosted (plan over time re-solved, average of {months} months)"
     return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]), label, stepwise=False)

@@ -140,7 +140,7 @@ re-evaluates the workbook's formulas in Python (from the workbook's own, possibl
 input cells) for tests and checks; tests/test_workbook_recalc.py checks them against
 LibreOffice.
 
-The break-even volumes and cost curves re-solve the fleet MIP at many volumes (0.3-2.5 s
+The break-even volumes and cost curves re-solve the fleet MIP at many volumes (0.02-3 s
 for the shipped scenarios); `write_workbook` runs them unless the caller passes
 `comparisons=` and `curves=`. The write is atomic: a temporary file in the target's
 folder, then `os.replace`.

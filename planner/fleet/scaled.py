@@ -1,0 +1,156 @@
+"""The steady fleet MIP at many demand scales, for the break-even analysis (issue 16).
+
+The model is built once with PuLP (`steady.build_lp`, so it is the same model) and kept as
+arrays; each scale changes only the demand rows' right-hand sides and the replica bounds, and
+goes to HiGHS in process. Rebuilding the PuLP model per scale was most of a small solve's time
+(rag: 80 of 100 ms), and the break-even chart solves it at some 20 scales.
+
+Only problems whose other rows do not depend on the demand come this way (no redundancy that
+holds, vendors or services: their failover rows carry the demand), and only on HiGHS; the
+rest keep `solve_fleet` per scale.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pulp
+
+from planner.errors import SolverError
+from planner.fleet.solver import Model, SolverOptions, solve
+from planner.fleet.steady import FleetProblem, build_lp
+
+LP_MARGIN = 1e-6  # an LP optimum is exact to the simplex's tolerances: claim a little less
+
+
+def supported(problem: FleetProblem, options: SolverOptions) -> bool:
+    """Whether only the demand rows and replica bounds change with the scale."""
+    plain = not (problem.redundancy or problem.same_vendor or problem.min_replicas_per_service)
+    return plain and options.backend == "highs" and problem.n_candidates > 0
+
+
+@dataclass(frozen=True)
+class ScaledSolution:
+    """What one scale's solve found: its status, replicas per candidate and $/h."""
+
+    status: str  # optimal | time_limit | infeasible
+    replicas: np.ndarray
+    cost_per_hour: float
+
+
+class ScaledFleet:
+    """One fleet problem, solvable at any multiple of its demand without a rebuild."""
+
+    def __init__(self, problem: FleetProblem, options: SolverOptions) -> None:
+        self.problem = problem
+        self.options = options
+        lp, replicas, _, _ = build_lp(problem)
+        self.model, self.replica_cols = to_arrays(lp, replicas)
+        names = {name: i for i, name in enumerate(lp.constraints)}
+        self.demand_rows = np.array([names[f"demand_{w}"] for w in range(len(problem.demand))])
+        self.floor_row = names.get("redundancy")  # sum of replicas >= min_replicas
+        caps = problem.capacity
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.need = np.where(caps > 0, problem.demand / caps, 0.0).sum(axis=1)
+        self.floor = problem.min_replicas + 1  # steady._replica_bound's floor + 1, no others
+
+    def at(self, scale: float) -> ScaledSolution:
+        """The optimal fleet at `scale` times the demand (as `solve_fleet` would find it)."""
+        demand = self.problem.demand * scale
+        row_lower, row_upper = self.model.row_lower.copy(), self.model.row_upper.copy()
+        row_lower[self.demand_rows] = demand
+        row_upper[self.demand_rows] = demand
+        upper = self.model.upper.copy()
+        upper[self.replica_cols] = np.ceil(self.need * scale) + self.floor
+        model = Model(
+            self.model.cost,
+            self.model.lower,
+            upper,
+            self.model.integer,
+            self.model.rows,
+            self.model.cols,
+            self.model.values,
+            row_lower,
+            row_upper,
+            sub_mips=False,
+        )
+        outcome = solve(model, self.options)
+        n = self.problem.n_candidates
+        if outcome.status == "infeasible":
+            return ScaledSolution("infeasible", np.zeros(n, dtype=np.int64), math.inf)
+        if outcome.status == "none" or outcome.values is None:
+            raise SolverError(
+                f"the {self.options.backend} solver stopped after "
+                f"{self.options.time_limit_s:g} s without any feasible fleet; raise "
+                "solver.time_limit_s or narrow the search"
+            )
+        chosen = np.rint(outcome.values[self.replica_cols]).astype(np.int64)
+        cost = float(np.dot(self.problem.cost_per_hour, chosen))
+        return ScaledSolution(outcome.status, chosen, cost)
+
+    def lp_slope(self) -> float:
+        """$/h per unit of scale that no fleet beats: the LP relaxation at scale 1 on the cost
+        alone (no tie-break), without the redundancy floor or replica bounds. Its other rows
+        are homogeneous in the demand (capacity, pool balance), so its optimum is linear in
+        the scale; with pools it is far above the closed form that puts each class on its
+        cheapest candidate as if a pool served alone (long-prompt: 47.5 against 10.6)."""
+        cost = np.zeros(self.model.n_cols)
+        cost[self.replica_cols] = self.problem.cost_per_hour
+        row_lower, row_upper = self.model.row_lower.copy(), self.model.row_upper.copy()
+        row_lower[self.demand_rows] = self.problem.demand
+        row_upper[self.demand_rows] = self.problem.demand
+        if self.floor_row is not None:
+            row_lower[self.floor_row] = -math.inf
+        upper = self.model.upper.copy()
+        upper[self.replica_cols] = math.inf
+        model = Model(
+            cost,
+            self.model.lower,
+            upper,
+            np.zeros(self.model.n_cols, dtype=bool),
+            self.model.rows,
+            self.model.cols,
+            self.model.values,
+            row_lower,
+            row_upper,
+        )
+        outcome = solve(model, self.options)
+        if outcome.status != "optimal":
+            return 0.0
+        return max(float(outcome.objective) * (1 - LP_MARGIN), 0.0)
+
+
+def to_arrays(lp: pulp.LpProblem, replicas: list) -> tuple[Model, np.ndarray]:
+    """A PuLP model as an array `Model` (columns in PuLP's own order), and the columns of
+    `replicas`."""
+    variables = lp.variables()
+    index = {v.name: j for j, v in enumerate(variables)}
+    cost = np.zeros(len(variables))
+    for v, a in lp.objective.items():
+        cost[index[v.name]] = a
+    lower = np.array([-math.inf if v.lowBound is None else v.lowBound for v in variables], float)
+    upper = np.array([math.inf if v.upBound is None else v.upBound for v in variables], float)
+    integer = np.array([v.cat == pulp.LpInteger for v in variables], dtype=bool)
+    rows, cols, values, row_lower, row_upper = [], [], [], [], []
+    for i, c in enumerate(lp.constraints.values()):
+        for v, a in c.items():
+            rows.append(i)
+            cols.append(index[v.name])
+            values.append(a)
+        rhs = -c.constant
+        row_lower.append(rhs if c.sense != pulp.LpConstraintLE else -math.inf)
+        row_upper.append(rhs if c.sense != pulp.LpConstraintGE else math.inf)
+    model = Model(
+        cost,
+        lower,
+        upper,
+        integer,
+        np.array(rows, dtype=np.int64),
+        np.array(cols, dtype=np.int64),
+        np.array(values, dtype=float),
+        np.array(row_lower, dtype=float),
+        np.array(row_upper, dtype=float),
+    )
+    return model, np.array([index[v.name] for v in replicas], dtype=np.int64)
