@@ -255,6 +255,27 @@ def test_candidates_table(plan, written):
     assert cost.value == float(plan.candidates["cost_per_hour_usd"].iloc[priced])
 
 
+@pytest.mark.slow  # loads the whole Candidates sheet with openpyxl
+def test_float32_physics_cells_are_shortest_decimals(plan, written):
+    """A float32 column (physics detail) is written as the decimal that reads back as its
+    float32, 21.504 and not 21.503999710083008, so finance sees the number the grid holds."""
+    ws = openpyxl.load_workbook(written, read_only=True)["Candidates"]
+    narrow = [
+        i
+        for i, (name, _, _) in enumerate(export.CANDIDATE_COLUMNS)
+        if name in plan.candidates and plan.candidates[name].dtype == np.float32
+    ]
+    assert narrow, "no float32 column on the Candidates sheet: the test checks nothing"
+    checked = 0
+    for row in ws.iter_rows(min_row=2, max_row=200, values_only=True):
+        for i in narrow:
+            if isinstance(row[i], float):
+                assert row[i] == float(str(np.float32(row[i])))
+                assert len(repr(row[i])) <= 16  # no float64 tail of a float32
+                checked += 1
+    assert checked
+
+
 def test_non_finite_numbers_are_empty_cells(plan, analysis, tmp_path):
     cands = plan.candidates.head(3).copy()
     cands.loc[0, "tpot_ms"] = np.nan

@@ -7,6 +7,7 @@ import re
 from typing import Any
 from xml.sax.saxutils import escape
 
+import numpy as np
 import pandas as pd
 from openpyxl.cell.cell import Cell
 from openpyxl.utils import get_column_letter
@@ -67,6 +68,12 @@ class CandidateSheet:
             ]
         if complete and pd.api.types.is_integer_dtype(series.dtype):
             return [f"{h}><v>{v}</v></c>" for h, v in zip(head, series.tolist(), strict=True)]
+        if series.dtype == np.float32:  # physics detail: its shortest decimal, not 21.50399971
+            texts = series.to_numpy().astype(str).tolist()
+            return [
+                f"{h}><v>{t}</v></c>" if math.isfinite(v) else ""
+                for h, t, v in zip(head, texts, series.tolist(), strict=True)
+            ]
         if pd.api.types.is_float_dtype(series.dtype):
             return [
                 f"{h}><v>{v!r}</v></c>" if math.isfinite(v) else ""
