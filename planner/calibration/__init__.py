@@ -32,6 +32,7 @@ The modules, each importing only the ones above it:
 * `measurements`: the CSV format, mapping published names to catalog ids (and the
   assumptions made doing so), `load_measurements`, `usable`, `read_csv_measurements`.
 * `vllm_results`: vLLM benchmark JSON as measurement rows.
+* `quality`: rule-based data-quality checks of closed-loop series (`skip_inconsistent_series`).
 * `aic`: the AIConfigurator silicon sample (`aic_silicon_public.csv`) as closed-loop rows.
 * `prediction`: `Design`, `build_design`, `predict` and the batched / serving-wave timings.
 * `scoring`: `long_errors`, `error_table`, `overall_errors`.

@@ -21,6 +21,9 @@ a model or GPU without a catalog entry. Assumptions (repeated in each row's `ass
   kv_cache_quant_algo FP8), else the quant's default (vLLM and SGLang `kv_cache_dtype auto`).
 * DeepSeek-V3.1 uses the DeepSeek-V3 architecture entry (same config.json shapes).
 * attention_dp_size / moe_tp_size / moe_ep_size of 0 or blank mean unset (1).
+
+Data quality (`calibration.quality`): a series (source, model, GPU, quant, tp, ISL/OSL) whose
+measured TPOT falls by more than 20% as concurrency rises is skipped as inconsistent.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from planner.calibration.measurements import (
     MEASUREMENT_COLUMNS,
     load_measurements,
 )
+from planner.calibration.quality import skip_inconsistent_series
 from planner.inputs.catalog import Catalog, load_catalog
 
 AIC_CSV = DATA_DIR / "calibration" / "aic_silicon_public.csv"
@@ -189,7 +193,7 @@ def load_aic_measurements(
     rows = [_map_aic_row(n, r, catalog) for n, r in enumerate(raw.to_dict("records"), 1)]
     frame = pd.DataFrame([{c: r[c] for c in MEASUREMENT_COLUMNS} for r in rows])
     frame["dataset"] = "aic"
-    return frame
+    return skip_inconsistent_series(frame)  # issue #10: rule-based data-quality filter
 
 
 def load_all_measurements(catalog: Catalog | None = None) -> pd.DataFrame:
