@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from time_problems import tiered_problem
 
 from planner.fleet import overtime
 from planner.fleet.overtime import TierPrices, TimeProblem, build_time_model, solve_time
@@ -34,18 +35,7 @@ def problems(draw, inventory: bool = False) -> TimeProblem:
     n_p = draw(st.integers(2, 5))
     demand = np.array([[draw(st.floats(0.5, 25.0)) for _ in range(n_p)]])
     hours = np.array([draw(st.sampled_from([100.0, 250.0, 730.0])) for _ in range(n_p)])
-    used = sorted(set(gpu))
-    od = {g: draw(st.floats(1.0, 5.0)) for g in used}
-    reserved = {g: od[g] * draw(st.floats(0.3, 0.9)) for g in used if draw(st.booleans())}
-    owned = {g: od[g] * draw(st.floats(0.2, 0.9)) for g in used if draw(st.booleans())}
-    spot = {g: od[g] * draw(st.floats(0.2, 0.5)) for g in used if draw(st.booleans())}
-    return TimeProblem(
-        gpu=gpu, tp=tp, capacity=cap, demand=demand, hours=hours,
-        prices=TierPrices(on_demand=od, reserved=reserved, owned=owned, spot=spot),
-        spot_max_share=draw(st.sampled_from([0.0, 0.3])), preemption_overhead=0.1,
-        min_replicas=draw(st.integers(0, 2)),
-        inventory={g: draw(st.integers(2, 16)) for g in used if inventory and draw(st.booleans())},
-    )  # fmt: skip
+    return tiered_problem(draw, gpu, tp, cap, demand, hours, (2, 16) if inventory else None)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -73,6 +73,25 @@ def _every_type(problem: FleetProblem) -> tuple[str, np.ndarray] | None:
     return None if best is None else (best[1], best[2])
 
 
+def _single_gpu_best_counted(problem):
+    """`pipeline._single_gpu_best` with its summary skipped, and the GPU type of every MIP
+    it solved (the shortcut's point is solving fewer)."""
+    calls = []
+
+    def counted(sub, options):
+        calls.append(sub.gpu[0])
+        return solve_fleet(sub, options)
+
+    summarise, solve = pipeline._summarise, pipeline.solve_fleet
+    pipeline._summarise = lambda sol, *_: sol
+    pipeline.solve_fleet = counted
+    try:
+        got = pipeline._single_gpu_best(problem, None, None, (), OPTIONS)
+    finally:
+        pipeline._summarise, pipeline.solve_fleet = summarise, solve
+    return got, calls
+
+
 @given(st.integers(0, 10_000), st.booleans())
 def test_skipping_picks_what_solving_every_type_picked(seed, tied):
     problem = synthetic_problem(4, 2, 3, seed=seed)
@@ -81,20 +100,7 @@ def test_skipping_picks_what_solving_every_type_picked(seed, tied):
         cost[3:6], cap[3:6] = cost[0:3], cap[0:3]
         tp = problem.tp[0:3] * 2 + problem.tp[6:]
         problem = replace(problem, cost_per_hour=cost, capacity=cap, tp=tp)
-    calls = []
-
-    def counted(sub, options):
-        calls.append(sub.gpu[0])
-        return solve_fleet(sub, options)
-
-    summarise = pipeline._summarise
-    solve = pipeline.solve_fleet
-    pipeline._summarise = lambda sol, *_: sol
-    pipeline.solve_fleet = counted
-    try:
-        got = pipeline._single_gpu_best(problem, None, None, (), OPTIONS)
-    finally:
-        pipeline._summarise, pipeline.solve_fleet = summarise, solve
+    got, calls = _single_gpu_best_counted(problem)
     want = _every_type(problem)
     if want is None:
         assert got is None
@@ -175,19 +181,7 @@ def _pooled_types(seed: int) -> FleetProblem:
 def test_with_pools_the_lp_floor_skips_types_and_picks_what_solving_every_type_picked(seed):
     problem = _pooled_types(seed)
     assert cost_floor(problem.restricted(np.array([g == "a" for g in problem.gpu]))) == 0.0
-    calls = []
-
-    def counted(sub, options):
-        calls.append(sub.gpu[0])
-        return solve_fleet(sub, options)
-
-    summarise, solve = pipeline._summarise, pipeline.solve_fleet
-    pipeline._summarise = lambda sol, *_: sol
-    pipeline.solve_fleet = counted
-    try:
-        got = pipeline._single_gpu_best(problem, None, None, (), OPTIONS)
-    finally:
-        pipeline._summarise, pipeline.solve_fleet = summarise, solve
+    got, calls = _single_gpu_best_counted(problem)
     want = _every_type(problem)
     assert (got is None) == (want is None)
     if got is not None and want is not None:
