@@ -38,6 +38,43 @@ def test_prefill_chunk_is_the_engines_default_for_the_gpus_memory(catalog, engin
     assert prof.for_gpu(g.family, g.memory_bytes).prefill_chunk_tokens == tokens
 
 
+@pytest.mark.parametrize(
+    ("engine", "gpu", "seqs"),
+    [
+        # vLLM get_batch_defaults (API server): >= 70 GiB and not an A100: 1024, else 256
+        ("vllm", "h100-sxm", 1024),  # 79.6 GiB
+        ("vllm", "b200", 1024),
+        ("vllm", "a100-80gb", 256),  # 80 GiB, but an A100 (ampere)
+        ("vllm", "l40s", 256),  # 45 GiB
+        ("sglang", "h100-sxm", 256),
+        ("trtllm", "b200", 256),
+    ],
+)
+def test_max_num_seqs_is_the_engines_default_for_the_gpus_memory(catalog, engine, gpu, seqs):
+    """Issue #10: the shipped profile (what `estimate` reads) and the recipe agree."""
+    g = catalog.gpu(gpu)
+    assert catalog.engine(engine).max_num_seqs_on(g.memory_bytes, g.family) == seqs
+    assert RECIPES[engine].base_profile().max_num_seqs_on(g.memory_bytes, g.family) == seqs
+
+
+def test_estimate_holds_up_to_the_gpus_default_max_num_seqs(catalog):
+    """Beyond 256 clients on an H100, vLLM keeps up to 1024 in flight (memory permitting);
+    on an A100 256, and the rest wait for a slot."""
+    from planner.planning.estimate import EstimateRequest, closed_loop
+
+    def in_flight(gpu: str, quant: str) -> tuple[int, int]:
+        req = EstimateRequest(
+            model="llama-3.1-8b", gpu=gpu, tp=1, quant=quant, batch=None, input_len=1000,
+            output_len=100,
+        )  # fmt: skip
+        row = closed_loop(req, catalog, 600)
+        return int(row["max_num_seqs"]), int(row["batch"])
+
+    seqs, held = in_flight("h100-sxm", "fp8")
+    assert seqs == 1024 and 256 < held <= 600
+    assert in_flight("a100-80gb", "bf16") == (256, 256)
+
+
 def test_the_grid_carries_the_engines_chunk(catalog):
     """build_grid resolves each GPU's chunk: SGLang on B200 prefills 16384 tokens a pass."""
     model = catalog.model("llama-3.1-8b")

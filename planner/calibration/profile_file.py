@@ -25,6 +25,8 @@ def _tier(tier: ChunkTier) -> dict:
     out: dict = {"min_memory_gib": tier.min_memory_gib, "tokens": tier.tokens}
     if tier.except_families:
         out["except_families"] = list(tier.except_families)
+    if tier.max_num_seqs is not None:
+        out["max_num_seqs"] = tier.max_num_seqs
     return out
 
 

@@ -67,10 +67,10 @@ ENGINE_MEMORY: dict[str, dict] = {
 }
 # Issue #10 (remaining): each engine's scheduler, from its source (not fitted).
 # * Prefill chunk by GPU memory. vLLM (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults,
-#   OpenAI API server): max_num_batched_tokens 8192 on devices of >= 70 GiB except the A100,
-#   else 2048. SGLang (python/sglang/srt/server_args.py, chunked_prefill_size): 2048 below
-#   35 GiB, 8192 below 160 GiB (H100, H200, A100), 16384 above (B200, MI300X). TensorRT-LLM:
-#   max_num_tokens 8192 (BuildConfig default) on every GPU.
+#   OpenAI API server): max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of
+#   >= 70 GiB except the A100, else 2048 and 256. SGLang (python/sglang/srt/server_args.py,
+#   chunked_prefill_size): 2048 below 35 GiB, 8192 below 160 GiB (H100, H200, A100), 16384
+#   above (B200, MI300X). TensorRT-LLM: max_num_tokens 8192 (BuildConfig default) on every GPU.
 # * SGLang does not mix prefill into decode steps by default: a prefill batch runs on its own
 #   and pauses decode, so the requests of a closed loop with fixed lengths start, decode and
 #   finish together every round (each round a wave: benchmark_wave_share 1, not fitted).
@@ -78,7 +78,7 @@ ENGINE_MEMORY: dict[str, dict] = {
 #   with KV blocks for its whole output: I + O tokens a sequence (kv_reserve_output).
 _VLLM_CHUNKS = (
     {"min_memory_gib": 0, "tokens": 2048},
-    {"min_memory_gib": 70, "tokens": 8192, "except_families": ("ampere",)},
+    {"min_memory_gib": 70, "tokens": 8192, "except_families": ("ampere",), "max_num_seqs": 1024},
 )
 _SGLANG_CHUNKS = (
     {"min_memory_gib": 0, "tokens": 2048},

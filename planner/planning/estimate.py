@@ -189,8 +189,15 @@ def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> 
 
 
 def _max_num_seqs(req: EstimateRequest, catalog: Catalog) -> int:
-    """--batch is the engine's max_num_seqs; without it, the engine profile's default."""
-    return req.batch if req.batch is not None else catalog.engine(req.engine).max_num_seqs
+    """--batch is the engine's max_num_seqs; without it, the engine's default on this GPU."""
+    return req.batch if req.batch is not None else default_max_num_seqs(req, catalog)
+
+
+def default_max_num_seqs(req: EstimateRequest, catalog: Catalog) -> int:
+    """The engine's own max_num_seqs on the request's GPU (vLLM: 1024 on 70 GiB and more,
+    except the A100; 256 elsewhere and for the other engines)."""
+    gpu = catalog.gpu(req.gpu)
+    return catalog.engine(req.engine).max_num_seqs_on(gpu.memory_bytes, gpu.family)
 
 
 def _in_flight_cap(req: EstimateRequest, catalog: Catalog) -> tuple[int, int]:

@@ -30,7 +30,13 @@ from planner.perf import columns
 from planner.perf import queueing as q
 from planner.perf.evaluate import evaluate
 from planner.perf.kv_link import domain_gpus
-from planner.planning.estimate import EstimateRequest, _check_ranges, check_context, one_row_grid
+from planner.planning.estimate import (
+    EstimateRequest,
+    _check_ranges,
+    check_context,
+    default_max_num_seqs,
+    one_row_grid,
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,7 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     _check_pools(pools)
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
-    decode_batch = req.batch or catalog.engine(req.engine).max_num_seqs
+    decode_batch = req.batch or default_max_num_seqs(req, catalog)
     link = kv_link_for(pools, catalog, req.gpu)  # issue #11: NVLink when both share a node
     pre = _pool_row(req, catalog, "prefill", pools, 1, link)
     dec = _pool_row(req, catalog, "decode", pools, 1, link)

@@ -99,12 +99,16 @@ GIB = 2**30
 
 
 class ChunkTier(Strict):
-    """One step of an engine's default prefill chunk by device memory (issue #10): GPUs with
-    at least `min_memory_gib` GiB (and not of `except_families`) prefill `tokens` a pass."""
+    """One step of an engine's batch defaults by device memory (issue #10): GPUs with at
+    least `min_memory_gib` GiB (and not of `except_families`) prefill `tokens` a pass and,
+    where given, run up to `max_num_seqs` sequences (vLLM: 1024 on 70 GiB and more)."""
 
     min_memory_gib: Annotated[float, between(0, 100_000, unit="GiB")]
     tokens: int = Field(ge=256, le=1_048_576)
     except_families: tuple[str, ...] = ()
+    max_num_seqs: int | None = Field(
+        default=None, ge=1, description="the engine's default on these GPUs, else the profile's"
+    )
 
 
 class EngineProfile(Strict):
@@ -149,16 +153,31 @@ class EngineProfile(Strict):
         """The constants for a GPU family, falling back to the default."""
         return self.families.get(family, self.default)
 
-    def chunk_tokens(self, memory_bytes: float, family: str, fallback: int) -> int:
-        """The engine's default prefill chunk on a GPU of `memory_bytes` (issue #10): the
-        highest tier the memory reaches and the family is not excluded from, else
-        `fallback`."""
-        tokens, best = fallback, -1.0
+    def _tier(self, memory_bytes: float, family: str) -> ChunkTier | None:
+        """The highest tier a GPU of `memory_bytes` reaches and its family is not excluded
+        from (None: no tier applies)."""
+        found: ChunkTier | None = None
         for tier in self.prefill_chunk_tiers:
             reached = memory_bytes >= tier.min_memory_gib * GIB
-            if reached and family not in tier.except_families and tier.min_memory_gib > best:
-                tokens, best = tier.tokens, tier.min_memory_gib
-        return tokens
+            higher = found is None or tier.min_memory_gib > found.min_memory_gib
+            if reached and family not in tier.except_families and higher:
+                found = tier
+        return found
+
+    def chunk_tokens(self, memory_bytes: float, family: str, fallback: int) -> int:
+        """The engine's default prefill chunk on a GPU of `memory_bytes` (issue #10): its
+        tier's, else `fallback`."""
+        tier = self._tier(memory_bytes, family)
+        return fallback if tier is None else tier.tokens
+
+    def max_num_seqs_on(self, memory_bytes: float, family: str) -> int:
+        """The engine's default max_num_seqs on a GPU of `memory_bytes`: its tier's where the
+        tier sets one (vLLM's get_batch_defaults: 1024 on 70 GiB and more, not A100), else
+        the profile's."""
+        tier = self._tier(memory_bytes, family)
+        if tier is None or tier.max_num_seqs is None:
+            return self.max_num_seqs
+        return tier.max_num_seqs
 
     def for_gpu(self, family: str, memory_bytes: float) -> Efficiency:
         """The family's constants with the engine's prefill chunk for that GPU's memory."""
