@@ -18,6 +18,7 @@ import numpy as np
 
 from planner.errors import SolverError
 from planner.fleet import disagg, scaled
+from planner.fleet.bounds import cheapest_per_request
 from planner.fleet.overtime import TimeProblem, build_time_model, solve_time
 from planner.fleet.solver import SolverOptions, solve
 from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
@@ -135,10 +136,7 @@ class SelfCost:
 
     def _closed_form_slope(self) -> float:
         p = self.problem
-        with np.errstate(divide="ignore"):
-            per_request = np.where(p.capacity > 0, p.cost_per_hour[:, None] / p.capacity, np.inf)
-        cheapest = per_request.min(axis=0, initial=np.inf)
-        return float(np.dot(p.demand, cheapest)) if len(p.demand) else 0.0
+        return float(np.dot(p.demand, cheapest_per_request(p))) if len(p.demand) else 0.0
 
     def fill(self, scales: np.ndarray) -> None:
         """Costs at many scales from a handful of solves: the ends first, then halves of

@@ -12,7 +12,7 @@ import pandas as pd
 from planner.errors import InputError, unknown_name_message
 from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
-from planner.fleet.bounds import cost_floor
+from planner.fleet.bounds import fleet_floor
 from planner.fleet.selection import (
     Offered,
     fleet_problem,
@@ -21,7 +21,7 @@ from planner.fleet.selection import (
     sla_verdicts,
 )
 from planner.fleet.solver import SolverOptions
-from planner.fleet.steady import FleetProblem, FleetSolution, lp_lower_bound, solve_fleet
+from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
@@ -257,7 +257,7 @@ def _single_gpu_best(
     best: tuple[float, str, FleetSolution] | None = None
     gpu = np.asarray(problem.gpu, dtype=object)
     subsets = {g: problem.restricted(gpu == g) for g in sorted(set(problem.gpu))}
-    floors = {g: _type_floor(sub, options) for g, sub in subsets.items()}
+    floors = {g: fleet_floor(sub, options) for g, sub in subsets.items()}
     for gpu_id in sorted(subsets, key=lambda g: (floors[g], g)):
         if best is not None and (floors[gpu_id], gpu_id) > (best[0] * (1 + 1e-9), best[1]):
             continue  # cannot beat (or tie first with) the best fleet found
@@ -269,16 +269,6 @@ def _single_gpu_best(
         if best is None or (cost, gpu_id) < best[:2]:
             best = (cost, gpu_id, sol.widened(gpu == gpu_id))
     return None if best is None else (_summarise(best[2], offered, rows, classes), best[1])
-
-
-def _type_floor(problem: FleetProblem, options: SolverOptions) -> float:
-    """`cost_floor`, or where prefill/decode pools leave it at 0 the LP relaxation's optimum,
-    a little under (the LP's objective carries the per-GPU tie-break): an LP of one GPU type
-    takes 5-50 ms where its MIP took up to 2 s (mixed-traffic: 15 MIPs became 1)."""
-    floor = cost_floor(problem)
-    if floor > 0 or not disagg_fleet.has_roles(problem):
-        return floor
-    return lp_lower_bound(problem, options) * (1 - 1e-5)
 
 
 def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan:
