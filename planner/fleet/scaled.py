@@ -13,7 +13,7 @@ rest keep `solve_fleet` per scale.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pulp
@@ -64,17 +64,8 @@ class ScaledFleet:
         row_upper[self.demand_rows] = demand
         upper = self.model.upper.copy()
         upper[self.replica_cols] = np.ceil(self.need * scale) + self.floor
-        model = Model(
-            self.model.cost,
-            self.model.lower,
-            upper,
-            self.model.integer,
-            self.model.rows,
-            self.model.cols,
-            self.model.values,
-            row_lower,
-            row_upper,
-            sub_mips=False,
+        model = replace(
+            self.model, upper=upper, row_lower=row_lower, row_upper=row_upper, sub_mips=False
         )
         outcome = solve(model, self.options)
         n = self.problem.n_candidates
@@ -105,17 +96,9 @@ class ScaledFleet:
             row_lower[self.floor_row] = -math.inf
         upper = self.model.upper.copy()
         upper[self.replica_cols] = math.inf
-        model = Model(
-            cost,
-            self.model.lower,
-            upper,
-            np.zeros(self.model.n_cols, dtype=bool),
-            self.model.rows,
-            self.model.cols,
-            self.model.values,
-            row_lower,
-            row_upper,
-        )
+        model = replace(
+            self.model, cost=cost, upper=upper, row_lower=row_lower, row_upper=row_upper
+        ).relaxed()
         outcome = solve(model, self.options)
         if outcome.status != "optimal":
             return 0.0

@@ -284,7 +284,7 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
     elif req.rate is not None:
         row = open_loop(req, catalog, req.rate)
     else:
-        batch = _max_num_seqs(req, catalog) if req.batch is None else req.batch
+        batch = _max_num_seqs(req, catalog)
         row = _row(req, catalog, batch, req.statistic)
         row = _with_load(row, "utilization", req.utilisation, batch, batch)
     row["model"] = model.id
