@@ -11,8 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from planner.fleet.selection import sla_verdicts
+from planner.fleet.selection import sla_met, sla_verdicts
 from planner.inputs.scenarios import load_scenario
 from planner.planning.pipeline import plan
 from planner.render.json import offered_records, plan_dict, to_json
@@ -124,3 +126,31 @@ def test_sla_verdicts_say_why_in_order_memory_price_tpot_ttft(tpot, ttft):
     got = sla_verdicts(rows, tpot, ttft)
     assert list(got.index) == list(rows.index)
     assert got.tolist() == _old_verdicts(rows, tpot, ttft)
+
+
+_ms = st.one_of(st.none(), st.floats(1.0, 5000.0))
+_cell = st.one_of(st.just(np.nan), st.floats(0.0, 9000.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cells=st.lists(st.tuples(st.booleans(), _cell, _cell, _cell), min_size=1, max_size=30),
+    tpot=_ms,
+    ttft=_ms,
+)
+def test_sla_met_is_where_sla_verdicts_gives_no_reason(cells, tpot, ttft):
+    """The verdict without its reasons (the mean-TTFT comparison, issue #16) is the same
+    rule: NaN latencies pass, a NaN price or a batch out of memory fails."""
+    rows = pd.DataFrame(
+        {
+            "fits": [c[0] for c in cells],
+            "price_usd_per_gpu_hour": [c[1] for c in cells],
+            "tpot_ms": [c[2] for c in cells],
+            "ttft_ms": [c[3] for c in cells],
+            "memory_per_gpu_gb": 1.0,
+            "memory_usable_gb": 1.0,
+            "max_batch": 1,
+        }
+    )
+    want = (sla_verdicts(rows, tpot, ttft) == "").to_numpy()
+    np.testing.assert_array_equal(sla_met(rows, tpot, ttft), want)

@@ -21,6 +21,8 @@ CANDIDATE_KEY = [
 OFFERED_COLUMNS = columns.select(
     [*CANDIDATE_KEY, "gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
 )
+# what offered_capacity reads of the candidate table: project to it before filtering rows
+OFFER_INPUTS = [c.name for c in OFFERED_COLUMNS] + ["class", "capacity_requests_per_s", "ttft_ms"]
 
 
 @dataclass(frozen=True)
@@ -51,22 +53,43 @@ def _joined(*parts: np.ndarray | str) -> np.ndarray:
     return reduce(np.char.add, [np.asarray(p) for p in parts])
 
 
+def _failures(
+    rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None
+) -> dict[str, np.ndarray]:
+    """Which rows break each rule, in the order a later one overrides an earlier one's reason:
+    TTFT, TPOT, no price, out of memory (one definition for the reasons and the verdict)."""
+    out: dict[str, np.ndarray] = {}
+    if ttft_ms is not None:
+        out["ttft"] = (rows["ttft_ms"] > ttft_ms).to_numpy()
+    if tpot_ms is not None:
+        out["tpot"] = (rows["tpot_ms"] > tpot_ms).to_numpy()
+    out["price"] = rows["price_usd_per_gpu_hour"].isna().to_numpy()
+    out["oom"] = ~rows["fits"].to_numpy(dtype=bool)
+    return out
+
+
+def sla_met(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> np.ndarray:
+    """Where `sla_verdicts` is '', without writing the reasons (issue #16: a verdict only)."""
+    return ~np.logical_or.reduce(list(_failures(rows, tpot_ms, ttft_ms).values()))
+
+
 def sla_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> pd.Series:
     """'' where the row meets memory, price and SLA; otherwise why it does not (out of memory
     first, then a missing price, then TPOT, then TTFT)."""
     why = np.full(len(rows), "", dtype=object)
-    if ttft_ms is not None:
-        bad = (rows["ttft_ms"] > ttft_ms).to_numpy()
+    fail = _failures(rows, tpot_ms, ttft_ms)
+    if "ttft" in fail:
+        bad = fail["ttft"]
         why[bad] = _joined(
             "TTFT ", _formatted("%.0f", rows["ttft_ms"], bad), f" ms > {ttft_ms:g} ms"
         )
-    if tpot_ms is not None:
-        bad = (rows["tpot_ms"] > tpot_ms).to_numpy()
+    if "tpot" in fail:
+        bad = fail["tpot"]
         why[bad] = _joined(
             "TPOT ", _formatted("%.1f", rows["tpot_ms"], bad), f" ms > {tpot_ms:g} ms"
         )
-    why[rows["price_usd_per_gpu_hour"].isna().to_numpy()] = "no price for this GPU"
-    oom = ~rows["fits"].to_numpy(dtype=bool)
+    why[fail["price"]] = "no price for this GPU"
+    oom = fail["oom"]
     if oom.any():
         why[oom] = _joined(
             "out of memory: needs ",

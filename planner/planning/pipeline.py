@@ -14,10 +14,12 @@ from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
 from planner.fleet.bounds import fleet_floor
 from planner.fleet.selection import (
+    OFFER_INPUTS,
     Offered,
     fleet_problem,
     offered_capacity,
     prune_dominated,
+    sla_met,
     sla_verdicts,
 )
 from planner.fleet.solver import SolverOptions
@@ -294,7 +296,8 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start
     names = [c.name for c in classes]
-    offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], names))
+    feasible = rows[OFFER_INPUTS][rows["sla_ok"].to_numpy()]  # issue #16: few columns
+    offered = prune_dominated(offered_capacity(feasible, names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(
@@ -382,10 +385,10 @@ def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], uti
         if cls.statistic == "mean" or cls.ttft_ms is None:
             continue
         mine = (rows["class"] == cls.name).to_numpy()
-        own = rows[mine]
-        mean = own.assign(ttft_ms=ttft_ms_at(own, util, "mean"))
-        ok[mine] = (sla_verdicts(mean, cls.tpot_ms, cls.ttft_ms) == "").to_numpy()
-        ttft[mine] = mean["ttft_ms"].to_numpy(dtype=float)
+        own = rows if mine.all() else rows[mine]  # issue #16: one class, no copy
+        mean = ttft_ms_at(own, util, "mean")
+        ok[mine] = sla_met(own.assign(ttft_ms=mean), cls.tpot_ms, cls.ttft_ms)
+        ttft[mine] = mean
     return ok, ttft  # the mean TTFT too: a pool's TTFT part places it in the MIP (#11)
 
 
@@ -398,7 +401,8 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
     rows = result.candidates
     ok, mean_ttft = _mean_ttft_ok(rows, result.classes, result.utilisation)
     names = [c.name for c in result.classes]
-    offered = prune_dominated(offered_capacity(rows.assign(ttft_ms=mean_ttft)[ok], names))
+    feasible = rows[OFFER_INPUTS].assign(ttft_ms=mean_ttft)[ok]
+    offered = prune_dominated(offered_capacity(feasible, names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(
