@@ -113,3 +113,20 @@ def test_renderers_name_only_declared_columns():
     assert {name for name, _, _ in CANDIDATE_COLUMNS} <= declared
     assert set(ESTIMATE_KEYS) - declared == {"model", "engine"}  # labels estimate() adds
     assert {v for v in BREAKDOWN_KEYS.values() if v} <= declared
+
+
+_KINDS = {"f8": np.float64, "f4": np.float32, "i8": np.int64, "i4": np.int32, "b": np.bool_}
+
+
+@pytest.mark.parametrize("source", sorted(_KINDS))
+def test_frame_narrows_arrays_exactly_as_pandas_astype_would(source):
+    """frame casts numeric arrays with numpy before building the table (issue #16): the
+    same table, value for value and dtype for dtype, as building then DataFrame.astype."""
+    declared = columns.select(["tp", "batch", "max_batch", "fits", "t_kv_ms", "tpot_ms"])
+    raw = np.random.default_rng(7).normal(0, 1e5, 50)
+    raw[:2] = (70000.5, 3.3)  # an int16 that wraps, a float32 that rounds: as astype does
+    data = {c.name: (raw > 0 if source == "b" else raw).astype(_KINDS[source]) for c in declared}
+    got = columns.frame(data, declared)
+    want = pd.DataFrame(data).astype({c.name: c.storage for c in declared})
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert_declared(got, declared)
