@@ -14,6 +14,7 @@ from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
 from planner.fleet.bounds import fleet_floor
 from planner.fleet.selection import (
+    CANDIDATE_KEY,
     OFFER_INPUTS,
     Offered,
     fleet_problem,
@@ -175,13 +176,16 @@ def _summarise(
     """Turn a solver result into fleet lines with predicted latencies per class."""
     names = [c.name for c in classes]
     lines = []
+    table = rows[_LINE_INPUTS]  # issue #16: the few columns a line reads, filtered per line
     for i, cand, n_rep in chosen(solution.replicas, offered.keys):
-        own = candidate_rows(rows, cand, names).set_index("class")
+        own = candidate_rows(table, cand, names)
+        at = {str(n): k for k, n in enumerate(own["class"].tolist())}  # one row per class
         load = {n: float(solution.load[i, j]) for j, n in enumerate(names)}
-        served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in own.index]
-        tpot = {n: float(own.loc[n, "tpot_ms"]) for n in served}
-        ttft = {n: float(own.loc[n, "ttft_ms"]) for n in served}
-        first = own.iloc[0]
+        served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in at]
+        tpot_of, ttft_of = own["tpot_ms"].to_numpy(float), own["ttft_ms"].to_numpy(float)
+        tpot = {n: float(tpot_of[at[n]]) for n in served}
+        ttft = {n: float(ttft_of[at[n]]) for n in served}
+        first = {k: own[k].iloc[0] for k in _LINE_FIRST}
         lines.append(
             Deployment(
                 **key_fields(cand, n_rep),
@@ -203,6 +207,11 @@ def _summarise(
             )
         )
     return _totals(solution, tuple(lines), classes)
+
+
+# what a fleet line reads of its candidate's rows (besides the key it is found by)
+_LINE_FIRST = ("price_usd_per_gpu_hour", "price_provider", "spec_acceptance")
+_LINE_INPUTS = [*CANDIDATE_KEY, "class", "tpot_ms", "ttft_ms", *_LINE_FIRST]
 
 
 def _capacity(load: dict[str, float], capacity: np.ndarray, names: list[str], n_rep: int) -> float:
