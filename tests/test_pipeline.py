@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.fleet.selection import sla_met, sla_verdicts
+from planner.fleet.selection import _KEY_VALUES, CANDIDATE_KEY, _candidates, sla_met, sla_verdicts
 from planner.inputs.scenarios import load_scenario
 from planner.planning.pipeline import plan
 from planner.render.json import offered_records, plan_dict, to_json
@@ -154,3 +154,25 @@ def test_sla_met_is_where_sla_verdicts_gives_no_reason(cells, tpot, ttft):
     )
     want = (sla_verdicts(rows, tpot, ttft) == "").to_numpy()
     np.testing.assert_array_equal(sla_met(rows, tpot, ttft), want)
+
+
+@pytest.fixture(scope="module")
+def mixed_rows(catalog):
+    """The evaluated candidates of a three-class scenario with pools (every key kind)."""
+    return plan(*load_scenario(ROOT / "scenarios" / "mixed-traffic.yaml", catalog)).candidates
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_candidates_by_lexsort_are_the_groupby_ones(mixed_rows, data):
+    """offered_capacity's key rows and row-to-candidate map (issue #16: one lexsort) equal
+    groupby(sort=True, observed=True).first() and ngroup() on any subset in any order."""
+    n = len(mixed_rows)
+    size = data.draw(st.integers(1, 400))
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rows = mixed_rows.iloc[np.random.default_rng(seed).permutation(n)[:size]]
+    keys, row = _candidates(rows)
+    groups = rows.groupby(CANDIDATE_KEY, sort=True, observed=True)
+    want = groups[_KEY_VALUES].first().reset_index()
+    pd.testing.assert_frame_equal(keys, want, check_exact=True)
+    np.testing.assert_array_equal(row, groups.ngroup().to_numpy())

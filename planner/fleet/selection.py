@@ -109,10 +109,7 @@ def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
     capacity = np.zeros((0, len(class_names)))
     if feasible.empty:
         return Offered(columns.empty(OFFERED_COLUMNS), capacity)
-    groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
-    keys = groups[["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]].first()
-    keys = keys.reset_index()
-    row = groups.ngroup().to_numpy()
+    keys, row = _candidates(feasible)
     col = pd.Categorical(feasible["class"], categories=class_names).codes
     known = col >= 0
     capacity = np.zeros((len(keys), len(class_names)))
@@ -121,6 +118,34 @@ def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
     ttft[row[known], col[known]] = feasible["ttft_ms"].to_numpy(float)[known]
     keys = columns.conform(keys, OFFERED_COLUMNS)
     return Offered(keys, np.nan_to_num(capacity, nan=0.0), ttft)
+
+
+_KEY_VALUES = ["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
+
+
+def _candidates(feasible: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """One key row per distinct `CANDIDATE_KEY` (sorted by key) and each row's candidate:
+    groupby(sort=True, observed=True).first() and ngroup(), by one stable lexsort over
+    the key codes (issue #16: the groupby cost more than the plan's MIP)."""
+    cols = [feasible[k] for k in CANDIDATE_KEY]
+    codes = [
+        c.cat.codes.to_numpy() if isinstance(c.dtype, pd.CategoricalDtype) else c.to_numpy()
+        for c in cols
+    ]
+    values = feasible[_KEY_VALUES]
+    if any((c < 0).any() for c in codes) or values.isna().to_numpy().any():
+        groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)  # NaN: its rules
+        return groups[_KEY_VALUES].first().reset_index(), groups.ngroup().to_numpy()
+    order = np.lexsort(codes[::-1])  # stable: a candidate's first row comes first
+    new = np.zeros(len(order), dtype=bool)
+    new[:1] = True
+    for c in codes:
+        ranked = c[order]
+        new[1:] |= ranked[1:] != ranked[:-1]
+    row = np.empty(len(order), dtype=np.int64)
+    row[order] = np.cumsum(new) - 1
+    keys = feasible[[*CANDIDATE_KEY, *_KEY_VALUES]].iloc[order[new]].reset_index(drop=True)
+    return keys, row
 
 
 def prune_dominated(offered: Offered) -> Offered:
