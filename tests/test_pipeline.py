@@ -14,7 +14,15 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.fleet.selection import _KEY_VALUES, CANDIDATE_KEY, _candidates, sla_met, sla_verdicts
+from planner.fleet.selection import (
+    _KEY_VALUES,
+    CANDIDATE_KEY,
+    _candidates,
+    _prune_group,
+    _prune_group_loop,
+    sla_met,
+    sla_verdicts,
+)
 from planner.inputs.scenarios import load_scenario
 from planner.planning.pipeline import plan
 from planner.render.json import offered_records, plan_dict, to_json
@@ -176,3 +184,27 @@ def test_candidates_by_lexsort_are_the_groupby_ones(mixed_rows, data):
     want = groups[_KEY_VALUES].first().reset_index()
     pd.testing.assert_frame_equal(keys, want, check_exact=True)
     np.testing.assert_array_equal(row, groups.ngroup().to_numpy())
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    m=st.integers(1, 40),
+    classes=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    pools=st.booleans(),
+)
+def test_pruning_by_matrix_keeps_what_the_loop_keeps(m, classes, seed, pools):
+    """The pairwise dominance matrix (issue #16) keeps exactly the candidates the
+    one-at-a-time loop keeps, ties and pools' TTFT parts included (small integer values, so
+    ties are common)."""
+    rng = np.random.default_rng(seed)
+    tp = rng.integers(1, 3, m)
+    cost = rng.integers(1, 4, m).astype(float)
+    caps = rng.integers(0, 3, (m, classes)).astype(float)
+    ttft = rng.integers(0, 3, (m, classes)).astype(float)
+    pool = rng.random(m) < 0.5 if pools else np.zeros(m, dtype=bool)
+    members = np.arange(m)
+    by_matrix, by_loop = np.ones(m, dtype=bool), np.ones(m, dtype=bool)
+    _prune_group(members, by_matrix, tp, cost, caps, ttft, pool)
+    _prune_group_loop(members, by_loop, tp, cost, caps, ttft, pool)
+    np.testing.assert_array_equal(by_matrix, by_loop)

@@ -170,9 +170,40 @@ def prune_dominated(offered: Offered) -> Offered:
     return offered.take(np.flatnonzero(keep))
 
 
+MATRIX_UP_TO = 512  # group size up to which the pairwise tests are made as one matrix
+
+
 def _prune_group(members, keep, tp, cost, caps, ttft, pool) -> None:
     """Clear `keep` for the dominated candidates among `members` (positions, ascending),
     in position order, so ties keep the first as over the whole list."""
+    if len(members) > MATRIX_UP_TO:
+        _prune_group_loop(members, keep, tp, cost, caps, ttft, pool)
+        return
+    tp, cost, caps, ttft, pool = (
+        tp[members],
+        cost[members],
+        caps[members],
+        ttft[members],
+        pool[members],
+    )
+    # [k, j]: candidate j is no worse than k / strictly better somewhere (issue #16: every
+    # pair at once; only the keep-the-first order below stays a loop, over one row each)
+    no_worse = (tp <= tp[:, None]) & (cost <= cost[:, None]) & (caps >= caps[:, None]).all(axis=2)
+    better = (tp < tp[:, None]) | (cost < cost[:, None]) | (caps > caps[:, None]).any(axis=2)
+    if pool.any():  # a pool compares its TTFT part too
+        no_worse &= ~pool[:, None] | (ttft <= ttft[:, None]).all(axis=2)
+        better |= pool[:, None] & (ttft < ttft[:, None]).any(axis=2)
+    beats = no_worse & (better | np.tri(len(members), k=-1, dtype=bool))  # ties: the earlier
+    np.fill_diagonal(beats, False)
+    alive = keep[members].copy()
+    for k in range(len(members)):
+        if (beats[k] & alive).any():
+            alive[k] = False
+    keep[members] = alive
+
+
+def _prune_group_loop(members, keep, tp, cost, caps, ttft, pool) -> None:
+    """`_prune_group` one candidate at a time (for groups too big for the matrix)."""
     tp, cost, caps, ttft = tp[members], cost[members], caps[members], ttft[members]
     for k, i in enumerate(members):
         same = keep[members].copy()
