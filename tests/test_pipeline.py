@@ -208,3 +208,17 @@ def test_pruning_by_matrix_keeps_what_the_loop_keeps(m, classes, seed, pools):
     _prune_group(members, by_matrix, tp, cost, caps, ttft, pool)
     _prune_group_loop(members, by_loop, tp, cost, caps, ttft, pool)
     np.testing.assert_array_equal(by_matrix, by_loop)
+
+
+def test_candidates_from_undeclared_key_dtypes_fall_back_to_the_groupby():
+    """Keys as plain strings (not the declared categoricals) and a NaN value take groupby's
+    path and its rules: sorted keys, the first non-NaN value of each."""
+    rows = pd.DataFrame({k: 1 for k in CANDIDATE_KEY}, index=range(3))
+    rows["gpu"] = ["b", "a", "b"]
+    rows["role"] = "aggregated"
+    rows = rows.assign(gpus_per_replica=1, nodes_per_replica=1)
+    rows["cost_per_hour_usd"] = [np.nan, 2.0, 3.0]
+    keys, row = _candidates(rows)
+    assert keys["gpu"].tolist() == ["a", "b"]
+    assert keys["cost_per_hour_usd"].tolist() == [2.0, 3.0]  # b's first non-NaN cost
+    assert row.tolist() == [1, 0, 1]

@@ -132,9 +132,10 @@ def _candidates(feasible: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
         c.cat.codes.to_numpy() if isinstance(c.dtype, pd.CategoricalDtype) else c.to_numpy()
         for c in cols
     ]
-    values = feasible[_KEY_VALUES]
-    if any((c < 0).any() for c in codes) or values.isna().to_numpy().any():
-        groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)  # NaN: its rules
+    plain = all(c.dtype.kind in "iub" for c in codes) and not any((c < 0).any() for c in codes)
+    if not plain or feasible[_KEY_VALUES].isna().to_numpy().any():
+        # NaN keys or values, or keys not as declared: groupby and its own rules
+        groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
         return groups[_KEY_VALUES].first().reset_index(), groups.ngroup().to_numpy()
     order = np.lexsort(codes[::-1])  # stable: a candidate's first row comes first
     new = np.zeros(len(order), dtype=bool)
