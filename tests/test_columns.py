@@ -130,3 +130,26 @@ def test_frame_narrows_arrays_exactly_as_pandas_astype_would(source):
     want = pd.DataFrame(data).astype({c.name: c.storage for c in declared})
     pd.testing.assert_frame_equal(got, want, check_exact=True)
     assert_declared(got, declared)
+
+
+def test_conform_with_a_few_columns_off_casts_only_those_and_leaves_the_input_alone():
+    """A couple of columns off their dtype (the plan's class and why_not) are cast one by
+    one (issue #16: DataFrame.astype rebuilt all 102): the same table as astype gives."""
+    declared = columns.select(["class", "tp", "batch", "fits", "t_kv_ms", "tpot_ms", "why_not"])
+    table = pd.DataFrame(
+        {
+            "class": ["b", "a", "b"],
+            "tp": np.array([1, 2, 4], dtype=np.int16),
+            "batch": np.array([8, 16, 32], dtype=np.int32),
+            "fits": [True, False, True],
+            "t_kv_ms": np.array([1.5, 2.5, 3.5], dtype=np.float32),
+            "tpot_ms": np.array([10.0, 20.0, 30.0]),
+            "why_not": np.array(["", "out of memory", ""], dtype=object),
+        }
+    )
+    before = table.copy()
+    got = columns.conform(table, declared)
+    want = table.astype({"class": "category", "why_not": "str"})
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert_declared(got, declared)
+    pd.testing.assert_frame_equal(table, before)  # the caller's table is not changed

@@ -234,7 +234,12 @@ def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
     out = table if list(table.columns) == names else table[names]
     dtypes = dict(zip(names, out.dtypes, strict=True))  # issue #16: not a Series per column
     casts = {c.name: c.storage for c in columns if not c.holds(dtypes[c.name])}
-    return out.astype(casts) if casts else out
+    if 2 * len(casts) >= len(names):
+        return out.astype(casts) if casts else out
+    out = out.copy(deep=False)  # a few casts: DataFrame.astype would rebuild every column
+    for name, storage in casts.items():
+        out[name] = out[name].astype(storage)
+    return out
 
 
 def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
