@@ -113,3 +113,43 @@ def test_renderers_name_only_declared_columns():
     assert {name for name, _, _ in CANDIDATE_COLUMNS} <= declared
     assert set(ESTIMATE_KEYS) - declared == {"model", "engine"}  # labels estimate() adds
     assert {v for v in BREAKDOWN_KEYS.values() if v} <= declared
+
+
+_KINDS = {"f8": np.float64, "f4": np.float32, "i8": np.int64, "i4": np.int32, "b": np.bool_}
+
+
+@pytest.mark.parametrize("source", sorted(_KINDS))
+def test_frame_narrows_arrays_exactly_as_pandas_astype_would(source):
+    """frame casts numeric arrays with numpy before building the table (issue #16): the
+    same table, value for value and dtype for dtype, as building then DataFrame.astype."""
+    declared = columns.select(["tp", "batch", "max_batch", "fits", "t_kv_ms", "tpot_ms"])
+    raw = np.random.default_rng(7).normal(0, 1e5, 50)
+    raw[:2] = (70000.5, 3.3)  # an int16 that wraps, a float32 that rounds: as astype does
+    data = {c.name: (raw > 0 if source == "b" else raw).astype(_KINDS[source]) for c in declared}
+    got = columns.frame(data, declared)
+    want = pd.DataFrame(data).astype({c.name: c.storage for c in declared})
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert_declared(got, declared)
+
+
+def test_conform_with_a_few_columns_off_casts_only_those_and_leaves_the_input_alone():
+    """A couple of columns off their dtype (the plan's class and why_not) are cast one by
+    one (issue #16: DataFrame.astype rebuilt all 102): the same table as astype gives."""
+    declared = columns.select(["class", "tp", "batch", "fits", "t_kv_ms", "tpot_ms", "why_not"])
+    table = pd.DataFrame(
+        {
+            "class": ["b", "a", "b"],
+            "tp": np.array([1, 2, 4], dtype=np.int16),
+            "batch": np.array([8, 16, 32], dtype=np.int32),
+            "fits": [True, False, True],
+            "t_kv_ms": np.array([1.5, 2.5, 3.5], dtype=np.float32),
+            "tpot_ms": np.array([10.0, 20.0, 30.0]),
+            "why_not": np.array(["", "out of memory", ""], dtype=object),
+        }
+    )
+    before = table.copy()
+    got = columns.conform(table, declared)
+    want = table.astype({"class": "category", "why_not": "str"})
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert_declared(got, declared)
+    pd.testing.assert_frame_equal(table, before)  # the caller's table is not changed

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from planner.perf import columns
 from planner.perf import evaluate as ev
 from planner.perf.candidates import GridSpec, Price, build_grid
-from planner.perf.queueing import _erlang_b_exact
+from planner.perf.queueing import _erlang_b_arrays, _erlang_b_exact, _erlang_b_scalar
 
 
 def _grid(catalog, batches=(1, 8, 64, 256)) -> tuple:
@@ -135,3 +135,6 @@ def test_erlang_b_in_order_of_servers_equals_the_masked_recursion_bit_for_bit(pa
     c = np.asarray([p[0] for p in pairs], dtype=np.int64)
     a = np.asarray([p[1] * p[0] for p in pairs], dtype=float)
     np.testing.assert_array_equal(_erlang_b_exact(c, a), _erlang_b_by_masks(c, a))
+    # both ways of stepping, whichever _erlang_b_exact picks for these pairs (issue #16)
+    np.testing.assert_array_equal(_erlang_b_arrays(c, a), _erlang_b_by_masks(c, a))
+    np.testing.assert_array_equal(_erlang_b_scalar(c, a), _erlang_b_by_masks(c, a))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,41 @@ def test_help_imports_none_of_the_heavy_modules():
 @pytest.mark.parametrize("module", ["planner.planning.pipeline", "planner.planning.breakeven"])
 def test_planning_does_not_import_the_exporters_or_plotting(module):
     assert not _loaded(f"import {module}") & {"openpyxl", "matplotlib", "plotly", "ray"}
+
+
+# what one single-period `planner solve --no-export` never uses (issue 16: each costs import
+# time): other commands' code, the plan over time, exporters and their third-party modules
+NOT_FOR_SOLVE = (
+    "planner.fleet.overtime",
+    "planner.planning.timeplan",
+    "planner.planning.sweep",
+    "planner.planning.breakeven",
+    "planner.calibration",
+    "planner.schema.platform",
+    "planner.inputs.hf_import",
+    "planner.render.xlsx",
+    "planner.render.html",
+    "planner.render.png",
+    "openpyxl",
+    "matplotlib",
+    "plotly",
+    "ray",
+    "scipy",
+)
+
+
+def test_solve_without_export_loads_only_what_it_uses():
+    code = (
+        "import sys, planner.cli\n"
+        "sys.argv = ['planner', 'solve', 'scenarios/chatbot.yaml', '--no-export']\n"
+        "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass\n"
+        "import json\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "planner.planning.pipeline" in modules  # it did plan
+    assert [m for m in NOT_FOR_SOLVE if m in modules] == []

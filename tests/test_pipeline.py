@@ -11,8 +11,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from planner.fleet.selection import sla_verdicts
+from planner.fleet.selection import (
+    _KEY_VALUES,
+    CANDIDATE_KEY,
+    _candidates,
+    _prune_group,
+    _prune_group_loop,
+    sla_met,
+    sla_verdicts,
+)
 from planner.inputs.scenarios import load_scenario
 from planner.planning.pipeline import plan
 from planner.render.json import offered_records, plan_dict, to_json
@@ -124,3 +134,91 @@ def test_sla_verdicts_say_why_in_order_memory_price_tpot_ttft(tpot, ttft):
     got = sla_verdicts(rows, tpot, ttft)
     assert list(got.index) == list(rows.index)
     assert got.tolist() == _old_verdicts(rows, tpot, ttft)
+
+
+_ms = st.one_of(st.none(), st.floats(1.0, 5000.0))
+_cell = st.one_of(st.just(np.nan), st.floats(0.0, 9000.0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cells=st.lists(st.tuples(st.booleans(), _cell, _cell, _cell), min_size=1, max_size=30),
+    tpot=_ms,
+    ttft=_ms,
+)
+def test_sla_met_is_where_sla_verdicts_gives_no_reason(cells, tpot, ttft):
+    """The verdict without its reasons (the mean-TTFT comparison, issue #16) is the same
+    rule: NaN latencies pass, a NaN price or a batch out of memory fails."""
+    rows = pd.DataFrame(
+        {
+            "fits": [c[0] for c in cells],
+            "price_usd_per_gpu_hour": [c[1] for c in cells],
+            "tpot_ms": [c[2] for c in cells],
+            "ttft_ms": [c[3] for c in cells],
+            "memory_per_gpu_gb": 1.0,
+            "memory_usable_gb": 1.0,
+            "max_batch": 1,
+        }
+    )
+    want = (sla_verdicts(rows, tpot, ttft) == "").to_numpy()
+    np.testing.assert_array_equal(sla_met(rows, tpot, ttft), want)
+
+
+@pytest.fixture(scope="module")
+def mixed_rows(catalog):
+    """The evaluated candidates of a three-class scenario with pools (every key kind)."""
+    return plan(*load_scenario(ROOT / "scenarios" / "mixed-traffic.yaml", catalog)).candidates
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_candidates_by_lexsort_are_the_groupby_ones(mixed_rows, data):
+    """offered_capacity's key rows and row-to-candidate map (issue #16: one lexsort) equal
+    groupby(sort=True, observed=True).first() and ngroup() on any subset in any order."""
+    n = len(mixed_rows)
+    size = data.draw(st.integers(1, 400))
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    rows = mixed_rows.iloc[np.random.default_rng(seed).permutation(n)[:size]]
+    keys, row = _candidates(rows)
+    groups = rows.groupby(CANDIDATE_KEY, sort=True, observed=True)
+    want = groups[_KEY_VALUES].first().reset_index()
+    pd.testing.assert_frame_equal(keys, want, check_exact=True)
+    np.testing.assert_array_equal(row, groups.ngroup().to_numpy())
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    m=st.integers(1, 40),
+    classes=st.integers(1, 3),
+    seed=st.integers(0, 2**32 - 1),
+    pools=st.booleans(),
+)
+def test_pruning_by_matrix_keeps_what_the_loop_keeps(m, classes, seed, pools):
+    """The pairwise dominance matrix (issue #16) keeps exactly the candidates the
+    one-at-a-time loop keeps, ties and pools' TTFT parts included (small integer values, so
+    ties are common)."""
+    rng = np.random.default_rng(seed)
+    tp = rng.integers(1, 3, m)
+    cost = rng.integers(1, 4, m).astype(float)
+    caps = rng.integers(0, 3, (m, classes)).astype(float)
+    ttft = rng.integers(0, 3, (m, classes)).astype(float)
+    pool = rng.random(m) < 0.5 if pools else np.zeros(m, dtype=bool)
+    members = np.arange(m)
+    by_matrix, by_loop = np.ones(m, dtype=bool), np.ones(m, dtype=bool)
+    _prune_group(members, by_matrix, tp, cost, caps, ttft, pool)
+    _prune_group_loop(members, by_loop, tp, cost, caps, ttft, pool)
+    np.testing.assert_array_equal(by_matrix, by_loop)
+
+
+def test_candidates_from_undeclared_key_dtypes_fall_back_to_the_groupby():
+    """Keys as plain strings (not the declared categoricals) and a NaN value take groupby's
+    path and its rules: sorted keys, the first non-NaN value of each."""
+    rows = pd.DataFrame({k: 1 for k in CANDIDATE_KEY}, index=range(3))
+    rows["gpu"] = ["b", "a", "b"]
+    rows["role"] = "aggregated"
+    rows = rows.assign(gpus_per_replica=1, nodes_per_replica=1)
+    rows["cost_per_hour_usd"] = [np.nan, 2.0, 3.0]
+    keys, row = _candidates(rows)
+    assert keys["gpu"].tolist() == ["a", "b"]
+    assert keys["cost_per_hour_usd"].tolist() == [2.0, 3.0]  # b's first non-NaN cost
+    assert row.tolist() == [1, 0, 1]

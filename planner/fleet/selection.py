@@ -21,6 +21,8 @@ CANDIDATE_KEY = [
 OFFERED_COLUMNS = columns.select(
     [*CANDIDATE_KEY, "gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
 )
+# what offered_capacity reads of the candidate table: project to it before filtering rows
+OFFER_INPUTS = [c.name for c in OFFERED_COLUMNS] + ["class", "capacity_requests_per_s", "ttft_ms"]
 
 
 @dataclass(frozen=True)
@@ -51,22 +53,43 @@ def _joined(*parts: np.ndarray | str) -> np.ndarray:
     return reduce(np.char.add, [np.asarray(p) for p in parts])
 
 
+def _failures(
+    rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None
+) -> dict[str, np.ndarray]:
+    """Which rows break each rule, in the order a later one overrides an earlier one's reason:
+    TTFT, TPOT, no price, out of memory (one definition for the reasons and the verdict)."""
+    out: dict[str, np.ndarray] = {}
+    if ttft_ms is not None:
+        out["ttft"] = (rows["ttft_ms"] > ttft_ms).to_numpy()
+    if tpot_ms is not None:
+        out["tpot"] = (rows["tpot_ms"] > tpot_ms).to_numpy()
+    out["price"] = rows["price_usd_per_gpu_hour"].isna().to_numpy()
+    out["oom"] = ~rows["fits"].to_numpy(dtype=bool)
+    return out
+
+
+def sla_met(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> np.ndarray:
+    """Where `sla_verdicts` is '', without writing the reasons (issue #16: a verdict only)."""
+    return ~np.logical_or.reduce(list(_failures(rows, tpot_ms, ttft_ms).values()))
+
+
 def sla_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> pd.Series:
     """'' where the row meets memory, price and SLA; otherwise why it does not (out of memory
     first, then a missing price, then TPOT, then TTFT)."""
     why = np.full(len(rows), "", dtype=object)
-    if ttft_ms is not None:
-        bad = (rows["ttft_ms"] > ttft_ms).to_numpy()
+    fail = _failures(rows, tpot_ms, ttft_ms)
+    if "ttft" in fail:
+        bad = fail["ttft"]
         why[bad] = _joined(
             "TTFT ", _formatted("%.0f", rows["ttft_ms"], bad), f" ms > {ttft_ms:g} ms"
         )
-    if tpot_ms is not None:
-        bad = (rows["tpot_ms"] > tpot_ms).to_numpy()
+    if "tpot" in fail:
+        bad = fail["tpot"]
         why[bad] = _joined(
             "TPOT ", _formatted("%.1f", rows["tpot_ms"], bad), f" ms > {tpot_ms:g} ms"
         )
-    why[rows["price_usd_per_gpu_hour"].isna().to_numpy()] = "no price for this GPU"
-    oom = ~rows["fits"].to_numpy(dtype=bool)
+    why[fail["price"]] = "no price for this GPU"
+    oom = fail["oom"]
     if oom.any():
         why[oom] = _joined(
             "out of memory: needs ",
@@ -86,10 +109,7 @@ def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
     capacity = np.zeros((0, len(class_names)))
     if feasible.empty:
         return Offered(columns.empty(OFFERED_COLUMNS), capacity)
-    groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
-    keys = groups[["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]].first()
-    keys = keys.reset_index()
-    row = groups.ngroup().to_numpy()
+    keys, row = _candidates(feasible)
     col = pd.Categorical(feasible["class"], categories=class_names).codes
     known = col >= 0
     capacity = np.zeros((len(keys), len(class_names)))
@@ -98,6 +118,35 @@ def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
     ttft[row[known], col[known]] = feasible["ttft_ms"].to_numpy(float)[known]
     keys = columns.conform(keys, OFFERED_COLUMNS)
     return Offered(keys, np.nan_to_num(capacity, nan=0.0), ttft)
+
+
+_KEY_VALUES = ["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
+
+
+def _candidates(feasible: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """One key row per distinct `CANDIDATE_KEY` (sorted by key) and each row's candidate:
+    groupby(sort=True, observed=True).first() and ngroup(), by one stable lexsort over
+    the key codes (issue #16: the groupby cost more than the plan's MIP)."""
+    cols = [feasible[k] for k in CANDIDATE_KEY]
+    codes = [
+        c.cat.codes.to_numpy() if isinstance(c.dtype, pd.CategoricalDtype) else c.to_numpy()
+        for c in cols
+    ]
+    plain = all(c.dtype.kind in "iub" for c in codes) and not any((c < 0).any() for c in codes)
+    if not plain or feasible[_KEY_VALUES].isna().to_numpy().any():
+        # NaN keys or values, or keys not as declared: groupby and its own rules
+        groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
+        return groups[_KEY_VALUES].first().reset_index(), groups.ngroup().to_numpy()
+    order = np.lexsort(codes[::-1])  # stable: a candidate's first row comes first
+    new = np.zeros(len(order), dtype=bool)
+    new[:1] = True
+    for c in codes:
+        ranked = c[order]
+        new[1:] |= ranked[1:] != ranked[:-1]
+    row = np.empty(len(order), dtype=np.int64)
+    row[order] = np.cumsum(new) - 1
+    keys = feasible[[*CANDIDATE_KEY, *_KEY_VALUES]].iloc[order[new]].reset_index(drop=True)
+    return keys, row
 
 
 def prune_dominated(offered: Offered) -> Offered:
@@ -122,9 +171,40 @@ def prune_dominated(offered: Offered) -> Offered:
     return offered.take(np.flatnonzero(keep))
 
 
+MATRIX_UP_TO = 512  # group size up to which the pairwise tests are made as one matrix
+
+
 def _prune_group(members, keep, tp, cost, caps, ttft, pool) -> None:
     """Clear `keep` for the dominated candidates among `members` (positions, ascending),
     in position order, so ties keep the first as over the whole list."""
+    if len(members) > MATRIX_UP_TO:
+        _prune_group_loop(members, keep, tp, cost, caps, ttft, pool)
+        return
+    tp, cost, caps, ttft, pool = (
+        tp[members],
+        cost[members],
+        caps[members],
+        ttft[members],
+        pool[members],
+    )
+    # [k, j]: candidate j is no worse than k / strictly better somewhere (issue #16: every
+    # pair at once; only the keep-the-first order below stays a loop, over one row each)
+    no_worse = (tp <= tp[:, None]) & (cost <= cost[:, None]) & (caps >= caps[:, None]).all(axis=2)
+    better = (tp < tp[:, None]) | (cost < cost[:, None]) | (caps > caps[:, None]).any(axis=2)
+    if pool.any():  # a pool compares its TTFT part too
+        no_worse &= ~pool[:, None] | (ttft <= ttft[:, None]).all(axis=2)
+        better |= pool[:, None] & (ttft < ttft[:, None]).any(axis=2)
+    beats = no_worse & (better | np.tri(len(members), k=-1, dtype=bool))  # ties: the earlier
+    np.fill_diagonal(beats, False)
+    alive = keep[members].copy()
+    for k in range(len(members)):
+        if (beats[k] & alive).any():
+            alive[k] = False
+    keep[members] = alive
+
+
+def _prune_group_loop(members, keep, tp, cost, caps, ttft, pool) -> None:
+    """`_prune_group` one candidate at a time (for groups too big for the matrix)."""
     tp, cost, caps, ttft = tp[members], cost[members], caps[members], ttft[members]
     for k, i in enumerate(members):
         same = keep[members].copy()

@@ -4,13 +4,15 @@ checked as its own single-model scenario would be."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.errors import InputError, unknown_name_message
 from planner.inputs.catalog import Catalog
 from planner.inputs.loading import read_yaml, validate
 from planner.inputs.scenarios import _check_context, _check_ids, _import_model, _looks_like_path
-from planner.schema.platform import Platform
+
+if TYPE_CHECKING:  # issue #16: `planner solve` asks is_platform of every scenario
+    from planner.schema.platform import Platform
 
 
 def is_platform(path: str | Path) -> bool:
@@ -22,6 +24,8 @@ def is_platform(path: str | Path) -> bool:
 def load_platform(path: str | Path, catalog: Catalog) -> tuple[Platform, Catalog]:
     """Validate a platform file; its name defaults to the file's stem. Each model entry is
     checked (ids, context windows, a config.json import) as a scenario of its own."""
+    from planner.schema.platform import Platform
+
     path = Path(path)
     platform = validate(read_yaml(path), Platform, path)
     if platform.name is None:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from planner.errors import InputError, unknown_name_message
 from planner.inputs.catalog import Catalog
-from planner.inputs.hf_import import default_model_id, model_from_hf_config
 from planner.inputs.loading import read_json, read_text, read_yaml, validate
 from planner.schema.limits import MAX_DATA_BYTES
 from planner.schema.model import Model
@@ -21,6 +20,8 @@ def _looks_like_path(model: str) -> bool:
 
 def _import_model(scenario: Scenario, path: Path, catalog: Catalog) -> tuple[Scenario, Catalog]:
     """Resolve `model: path/to/config.json` (relative to the scenario) into a catalog entry."""
+    from planner.inputs.hf_import import default_model_id, model_from_hf_config  # issue #16
+
     config_path = Path(scenario.model)
     if not config_path.is_absolute():
         config_path = path.parent / config_path

@@ -32,6 +32,7 @@ FLOAT32 = "float32"  # physics detail that no decision, cost or golden value rea
 INT32 = "int32"  # integer axes: batch and token counts (int16 products overflow)
 INT16 = "int16"  # small layout degrees (tp, pp, ep, ...): read as floats by every formula
 _STORAGE = {SHARED: "category"}  # a marker's pandas dtype, where it is not its own name
+_NUMERIC = {INT, FLOAT, BOOL, FLOAT32, INT32, INT16}  # stored as numpy arrays of that dtype
 
 
 @dataclass(frozen=True)
@@ -229,9 +230,16 @@ def check_names(names: Iterable[str], columns: Sequence[Column]) -> None:
 def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
     """`table` as exactly the declared columns, in declared order, at declared dtypes."""
     check_names(table.columns, columns)
-    out = table[[c.name for c in columns]]
-    casts = {c.name: c.storage for c in columns if not c.holds(out[c.name].dtype)}
-    return out.astype(casts) if casts else out
+    names = [c.name for c in columns]
+    out = table if list(table.columns) == names else table[names]
+    dtypes = dict(zip(names, out.dtypes, strict=True))  # issue #16: not a Series per column
+    casts = {c.name: c.storage for c in columns if not c.holds(dtypes[c.name])}
+    if 2 * len(casts) >= len(names):
+        return out.astype(casts) if casts else out
+    out = out.copy(deep=False)  # a few casts: DataFrame.astype would rebuild every column
+    for name, storage in casts.items():
+        out[name] = out[name].astype(storage)
+    return out
 
 
 def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
@@ -239,8 +247,24 @@ def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
     check_names(data, columns)
     # copy=False: one block per column, no consolidating copy (issue #16: at 2.7M rows the
     # copy was a GB of peak memory over the table itself)
-    table = pd.DataFrame({c.name: data[c.name] for c in columns}, copy=False)
+    table = pd.DataFrame({c.name: _narrowed(data[c.name], c) for c in columns}, copy=False)
     return conform(table, columns)
+
+
+# numpy casts that are exactly what pandas' astype does to them (it calls ndarray.astype);
+# float -> int is left to pandas, which refuses NaN
+_SAME_CAST = {"f": "f", "i": "if", "u": "uif", "b": "b"}
+
+
+def _narrowed(value: Any, column: Column) -> Any:
+    """A numpy array cast to its column's numeric dtype before the frame is built: one
+    ndarray.astype, not a DataFrame.astype over a built frame (issue #16)."""
+    if not isinstance(value, np.ndarray) or value.dtype == column.dtype:
+        return value
+    target = np.dtype(column.dtype) if column.dtype in _NUMERIC else None
+    if target is None or target.kind not in _SAME_CAST.get(value.dtype.kind, ""):
+        return value
+    return value.astype(target)
 
 
 def shortest_floats(row: pd.Series) -> pd.Series:

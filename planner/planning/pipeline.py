@@ -14,10 +14,13 @@ from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
 from planner.fleet.bounds import fleet_floor
 from planner.fleet.selection import (
+    CANDIDATE_KEY,
+    OFFER_INPUTS,
     Offered,
     fleet_problem,
     offered_capacity,
     prune_dominated,
+    sla_met,
     sla_verdicts,
 )
 from planner.fleet.solver import SolverOptions
@@ -173,13 +176,16 @@ def _summarise(
     """Turn a solver result into fleet lines with predicted latencies per class."""
     names = [c.name for c in classes]
     lines = []
+    table = rows[_LINE_INPUTS]  # issue #16: the few columns a line reads, filtered per line
     for i, cand, n_rep in chosen(solution.replicas, offered.keys):
-        own = candidate_rows(rows, cand, names).set_index("class")
+        own = candidate_rows(table, cand, names)
+        at = {str(n): k for k, n in enumerate(own["class"].tolist())}  # one row per class
         load = {n: float(solution.load[i, j]) for j, n in enumerate(names)}
-        served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in own.index]
-        tpot = {n: float(own.loc[n, "tpot_ms"]) for n in served}
-        ttft = {n: float(own.loc[n, "ttft_ms"]) for n in served}
-        first = own.iloc[0]
+        served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in at]
+        tpot_of, ttft_of = own["tpot_ms"].to_numpy(float), own["ttft_ms"].to_numpy(float)
+        tpot = {n: float(tpot_of[at[n]]) for n in served}
+        ttft = {n: float(ttft_of[at[n]]) for n in served}
+        first = {k: own[k].iloc[0] for k in _LINE_FIRST}
         lines.append(
             Deployment(
                 **key_fields(cand, n_rep),
@@ -201,6 +207,11 @@ def _summarise(
             )
         )
     return _totals(solution, tuple(lines), classes)
+
+
+# what a fleet line reads of its candidate's rows (besides the key it is found by)
+_LINE_FIRST = ("price_usd_per_gpu_hour", "price_provider", "spec_acceptance")
+_LINE_INPUTS = [*CANDIDATE_KEY, "class", "tpot_ms", "ttft_ms", *_LINE_FIRST]
 
 
 def _capacity(load: dict[str, float], capacity: np.ndarray, names: list[str], n_rep: int) -> float:
@@ -294,7 +305,8 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start
     names = [c.name for c in classes]
-    offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], names))
+    feasible = rows[OFFER_INPUTS][rows["sla_ok"].to_numpy()]  # issue #16: few columns
+    offered = prune_dominated(offered_capacity(feasible, names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(
@@ -382,10 +394,10 @@ def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], uti
         if cls.statistic == "mean" or cls.ttft_ms is None:
             continue
         mine = (rows["class"] == cls.name).to_numpy()
-        own = rows[mine]
-        mean = own.assign(ttft_ms=ttft_ms_at(own, util, "mean"))
-        ok[mine] = (sla_verdicts(mean, cls.tpot_ms, cls.ttft_ms) == "").to_numpy()
-        ttft[mine] = mean["ttft_ms"].to_numpy(dtype=float)
+        own = rows if mine.all() else rows[mine]  # issue #16: one class, no copy
+        mean = ttft_ms_at(own, util, "mean")
+        ok[mine] = sla_met(own.assign(ttft_ms=mean), cls.tpot_ms, cls.ttft_ms)
+        ttft[mine] = mean
     return ok, ttft  # the mean TTFT too: a pool's TTFT part places it in the MIP (#11)
 
 
@@ -398,7 +410,8 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
     rows = result.candidates
     ok, mean_ttft = _mean_ttft_ok(rows, result.classes, result.utilisation)
     names = [c.name for c in result.classes]
-    offered = prune_dominated(offered_capacity(rows.assign(ttft_ms=mean_ttft)[ok], names))
+    feasible = rows[OFFER_INPUTS].assign(ttft_ms=mean_ttft)[ok]
+    offered = prune_dominated(offered_capacity(feasible, names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     problem = fleet_problem(

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from planner.fleet.overtime import TimeProblem, TimeSolution
 from planner.fleet.selection import Offered
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.perf.candidates import Price
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
+
+if TYPE_CHECKING:  # issue #16: a single-period plan never loads the plan-over-time MIP
+    from planner.fleet.overtime import TimeProblem, TimeSolution
 
 
 @dataclass(frozen=True)
