@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 
-from planner.fleet import disagg
-from planner.fleet.solver import SolverOptions
-from planner.fleet.steady import FleetProblem, lp_lower_bound
+from planner.fleet import disagg, dominance
+from planner.fleet.solver import SolverOptions, solve
+from planner.fleet.steady import FleetProblem, build_lp, lp_lower_bound
 
 
 def cost_floor(problem: FleetProblem) -> float:
@@ -47,3 +50,24 @@ def fleet_floor(problem: FleetProblem, options: SolverOptions) -> float:
     if floor > 0 or not disagg.has_roles(problem):
         return floor
     return lp_lower_bound(problem, options) * (1 - 1e-5)
+
+
+def least_cost_bound(problem: FleetProblem, options: SolverOptions) -> float:
+    """A proven lower bound on what any fleet of `problem` costs (inf: no fleet is feasible),
+    from the MIP over its undominated candidates on the cost alone (`fleet/dominance.py`: the
+    same least cost), its solver's own bound; -inf where that route does not apply (rows that
+    name candidates, a backend that reports no bound). Issue 16: the single-GPU-type plan
+    solved rag's H100 fleet (50 candidates, the tie-break) in 0.6 s; this takes 0.02 s."""
+    from planner.fleet.scaled import to_arrays
+
+    if problem.n_candidates == 0 or not dominance.supported(problem):
+        return -math.inf
+    kept = problem.restricted(dominance.undominated(problem))
+    lp, replicas, _, _ = build_lp(kept)
+    model, cols = to_arrays(lp, replicas)
+    cost = np.zeros(model.n_cols)
+    cost[cols] = kept.cost_per_hour
+    outcome = solve(replace(model, cost=cost, sub_mips=False, restarts=False), options)
+    if outcome.status == "infeasible":
+        return math.inf
+    return outcome.bound if math.isfinite(outcome.bound) else -math.inf
