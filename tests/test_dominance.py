@@ -136,3 +136,21 @@ def test_eligibility_is_eligible_for_every_pool_class_and_bucket():
                 exists = k < len(disagg._budgets(problem, w))
                 want = pool and exists and disagg.eligible(problem, c, w, k)
                 assert table[c, w, k] == want
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000), pools=st.booleans())
+def test_the_least_cost_bound_is_a_bound_and_a_close_one(seed, pools):
+    """`bounds.least_cost_bound` (the single-GPU-type comparison's test) never exceeds the
+    fleet MIP's optimum, and at the default gap is within it; inf when nothing is feasible."""
+    from planner.fleet.bounds import least_cost_bound
+
+    problem = _pooled(seed) if pools else synthetic_problem(2, 2, 4, seed=seed)
+    full = solve_fleet(problem, EXACT)
+    options = SolverOptions(time_limit_s=600)
+    bound = least_cost_bound(problem, options)
+    if full.status == "infeasible":
+        assert bound == float("inf")
+    else:
+        assert bound <= full.cost_per_hour * (1 + 1e-9)
+        assert bound >= full.cost_per_hour * (1 - 2 * options.relative_gap)
