@@ -154,3 +154,23 @@ def test_the_least_cost_bound_is_a_bound_and_a_close_one(seed, pools):
     else:
         assert bound <= full.cost_per_hour * (1 + 1e-9)
         assert bound >= full.cost_per_hour * (1 - 2 * options.relative_gap)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000))
+def test_the_pools_lp_floor_never_exceeds_the_optimum_and_equals_the_whole_lp(seed):
+    """`bounds.fleet_floor` with pools: the cost-only LP over the undominated candidates, the
+    same optimum as the LP over all of them, so at most the MIP's optimum."""
+    from planner.fleet.bounds import fleet_floor
+    from planner.fleet.scaled import ScaledFleet
+
+    problem = _pooled(seed)
+    sol = solve_fleet(problem, EXACT)
+    floor = fleet_floor(problem, EXACT)
+    if sol.status == "infeasible":
+        assert floor == float("inf") or floor <= 0.0
+        return
+    assert floor <= sol.cost_per_hour * (1 + 1e-9)
+    whole = replace(problem, min_replicas=0)  # lp_slope drops the floor row: compare alike
+    if problem.min_replicas == 0:
+        assert floor == pytest.approx(ScaledFleet(whole, EXACT).lp_slope(), rel=1e-5)
