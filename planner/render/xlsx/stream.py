@@ -16,6 +16,7 @@ from typing import Any
 from xml.sax.saxutils import escape
 
 from openpyxl.cell.cell import Cell
+from openpyxl.styles.fills import Fill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -24,10 +25,13 @@ from planner.render.xlsx.styles import shown_width
 
 
 def value_xml(value: Any) -> str:
-    """The tail of one <c> element (type, value, close) for a Python value; '' if empty."""
+    """The tail of one <c> element (type, value, close) for a Python value; '' if empty.
+    Text starting with "=" is a formula, as openpyxl takes it."""
     value = clean(value)
-    if value is None:
+    if value is None or value == "":  # openpyxl writes no cell for an empty text either
         return ""
+    if isinstance(value, str) and value.startswith("=") and len(value) > 1:
+        return f"><f>{escape(value[1:])}</f></c>"
     if isinstance(value, bool):
         return f' t="b"><v>{int(value)}</v></c>'
     if isinstance(value, int | float):
@@ -53,32 +57,57 @@ class StreamedCells:
         self.sheet = ws
         self.rows: dict[int, dict[int, str]] = {}
         self.widths: dict[int, int] = {}  # the widest shown value per column, as fit_widths
-        self._styles: dict[str | None, str] = {None: ""}
+        self._styles: dict[tuple[str | None, Fill | None], str] = {(None, None): ""}
 
-    def _style(self, fmt: str | None) -> str:
-        """' s="<id>"' of the number format `fmt`, registered with openpyxl once."""
-        if fmt not in self._styles:
+    def _style(self, fmt: str | None, fill: Fill | None = None) -> str:
+        """' s="<id>"' of a number format and fill, registered with openpyxl once."""
+        key = (fmt, fill)
+        if key not in self._styles:
             proto = Cell(self.sheet, row=1, column=1)
-            proto.number_format = fmt
-            self._styles[fmt] = f' s="{proto.style_id}"'
-        return self._styles[fmt]
+            if fmt is not None:
+                proto.number_format = fmt
+            if fill is not None:
+                proto.fill = fill
+            self._styles[key] = f' s="{proto.style_id}"'
+        return self._styles[key]
 
     def put_rows(
-        self, row: int, column: int, data: Iterable[Sequence[Any]], fmts: Sequence[str | None]
+        self,
+        row: int,
+        column: int,
+        data: Iterable[Sequence[Any]],
+        fmts: Sequence[str | None],
+        fill: Fill | None = None,
     ) -> None:
-        """`data` (tuples of values) from (row, column) down, one number format a column."""
-        styles = [self._style(f) for f in fmts]
-        letters = [get_column_letter(column + j) for j in range(len(fmts))]
+        """`data` (tuples of values) from (row, column) down, one number format a column;
+        with a `fill`, every cell of those rows is filled, empty ones too."""
         for i, values in enumerate(data):
-            r = row + i
-            cells = self.rows.setdefault(r, {})
-            for j, v in enumerate(values):
-                tail = value_xml(v)
-                if not tail:
-                    continue
-                cells[column + j] = f'<c r="{letters[j]}{r}"{styles[j]}{tail}'
+            self.put_row(row + i, column, values, fmts, fill)
+
+    def put_row(
+        self,
+        row: int,
+        column: int,
+        values: Sequence[Any],
+        fmts: Sequence[str | None],
+        fill: Fill | None = None,
+    ) -> None:
+        """One row of `put_rows`."""
+        cells = self.rows.setdefault(row, {})
+        for j, (v, fmt) in enumerate(zip(values, fmts, strict=True)):
+            tail = value_xml(v)
+            style = self._style(fmt, fill)
+            if not tail and fill is None:
+                continue
+            at = f'<c r="{get_column_letter(column + j)}{row}"{style}'
+            cells[column + j] = at + (tail or "/>")
+            if tail:
                 size = shown_width(clean(v))
                 self.widths[column + j] = max(self.widths.get(column + j, 0), size)
+
+    @property
+    def last_column(self) -> int:
+        return max(max(self.widths, default=1), self.sheet.max_column)
 
     @property
     def last_row(self) -> int:
@@ -90,7 +119,7 @@ class StreamedCells:
             return xml
         if min(self.rows) <= self.sheet.max_row:
             raise RuntimeError("streamed rows overlap the rows openpyxl wrote")
-        last_col = max(max(self.widths, default=1), self.sheet.max_column)
+        last_col = self.last_column
         body = "".join(
             f'<row r="{r}">{"".join(cells[c] for c in sorted(cells))}</row>'
             for r, cells in sorted(self.rows.items())

@@ -147,7 +147,7 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, dict[Worksheet, Pa
     charted = len(points) > 0 or (analysis.curves is not None and plan.cheapest_api is not None)
     charts = wb.create_sheet(CHARTS) if charted else None
     assumptions = wb.create_sheet(ASSUMPTIONS)
-    names = write_assumptions(wb, assumptions, plan)
+    names, assumed = write_assumptions(wb, assumptions, plan)
     totals = write_fleet(fleet, plan, names.gpu)
     if monthly is not None and periods is not None:
         write_monthly(monthly, plan, names, write_periods(periods, plan, names))
@@ -158,5 +158,6 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, dict[Worksheet, Pa
         patches[charts] = write_charts(charts, plan, analysis, points, frontier).patch
     cand = CandidateSheet(cand_ws, plan.candidates)
     patches[cand_ws] = cand.patch
-    print_setup(wb, cand.ref)
+    patches[assumptions] = assumed.patch
+    print_setup(wb, cand.ref, {ASSUMPTIONS: (assumed.last_row, assumed.last_column)})
     return wb, patches
