@@ -107,6 +107,18 @@ class SelfCost:
         # their terms were summed in (a 1e-14 difference made the step walk miss a flat step)
         return round(sol.cost_per_hour, COST_DECIMALS)
 
+    def know(self, plan: Plan) -> None:
+        """Scale 1 is the plan itself when nothing left out here applied to it (no GPU cap or
+        budget, no redundancy) and it was solved to the gap: its cost, with no solve again
+        (issue 16: agent's scale-1 MIP was a sixth of its analysis)."""
+        p = plan.problem
+        if p is None or p.max_gpus is not None or p.budget_per_hour is not None:
+            return
+        if not dominance.supported(p) or plan.fleet.status != "optimal":
+            return
+        self.cache.setdefault(1.0, round(plan.fleet.total_cost_per_hour_usd, COST_DECIMALS))
+        self.replicas.setdefault(1.0, sum(d.replicas for d in plan.fleet.deployments))
+
     def replicas_near(self, scale: float) -> int | None:
         """Replicas of the fleet solved at the largest scale up to `scale` (a flat step's
         scale shares its fleet's cost); None before any solve there."""
@@ -318,6 +330,7 @@ def compare(
     self_monthly = plan.self_hosted_monthly_usd
     if not isinstance(self_cost, SelfCost):
         self_cost = SelfCost(plan.problem, plan.solver)
+        self_cost.know(plan)
     out = []
     for quote in plan.api_quotes:
         if progress is not None:
@@ -504,6 +517,7 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
     if plan.problem is None or not plan.api_quotes:
         return BuildVsBuy([], None)
     cost = SelfCost(plan.problem, plan.solver)
+    cost.know(plan)
     over_time = None
     if plan.over_time is not None:
         tp = plan.over_time
