@@ -51,12 +51,12 @@ def test_identical_candidates_keep_the_first():
 
 def test_copies_needed_is_exact_by_hand():
     caps = np.array([[3.0, 1.0], [1.0, 0.5], [1.0, 0.0]])
-    k = dominance.copies_needed(caps)
+    k = dominance.copies_needed(caps, caps)
     assert k[0, 1] == 3  # 3 x (1, 0.5) >= (3, 1)
     assert k[0, 2] == np.inf  # candidate 2 lacks class 1
     assert k[2, 0] == 1
     # 0.3 / 0.1 is 2.9999999999999996 in floating point: 3 copies of 0.1 still carry 0.3
-    assert dominance.copies_needed(np.array([[0.3], [0.1]]))[0, 1] == 3
+    assert dominance.copies_needed(np.array([[0.3]]), np.array([[0.1]]))[0, 0] == 3
 
 
 def test_a_cheaper_pool_too_slow_to_pair_does_not_replace_one_that_pairs():
@@ -174,3 +174,22 @@ def test_the_pools_lp_floor_never_exceeds_the_optimum_and_equals_the_whole_lp(se
     whole = replace(problem, min_replicas=0)  # lp_slope drops the floor row: compare alike
     if problem.min_replicas == 0:
         assert floor == pytest.approx(ScaledFleet(whole, EXACT).lp_slope(), rel=1e-5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 100_000), block=st.integers(1, 7))
+def test_any_block_size_keeps_the_same_candidates(seed, block):
+    """`undominated` works BLOCK candidates at a time (bounded memory): any block size keeps
+    what the whole matrix keeps."""
+    problem = _pooled(seed)
+    r = dominance.replaceable(problem)
+    n = problem.n_candidates
+    mutual = r & r.T
+    later = np.arange(n)[:, None] > np.arange(n)[None, :]
+    whole = ~((r & ~mutual).any(axis=1) | (mutual & later).any(axis=1))
+    saved = dominance.BLOCK
+    dominance.BLOCK = block
+    try:
+        assert np.array_equal(dominance.undominated(problem), whole)
+    finally:
+        dominance.BLOCK = saved

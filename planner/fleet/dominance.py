@@ -41,10 +41,14 @@ def supported(problem: FleetProblem) -> bool:
     return not (problem.redundancy or problem.same_vendor or problem.min_replicas_per_service)
 
 
-def copies_needed(capacity: np.ndarray) -> np.ndarray:
-    """k[a, b]: the fewest replicas of b that carry one replica of a's capacity on every class
-    (inf where b lacks a class a serves, or more than MAX_COPIES are needed)."""
-    need, have = capacity[:, None, :], capacity[None, :, :]
+BLOCK = 256  # candidates a at a time against every b: n x BLOCK x classes x buckets in memory
+
+
+def copies_needed(need: np.ndarray, have: np.ndarray) -> np.ndarray:
+    """k[a, b]: the fewest replicas of b (capacity rows `have`) that carry one replica of a's
+    capacity (rows `need`) on every class (inf where b lacks a class a serves, or more than
+    MAX_COPIES are needed)."""
+    need, have = need[:, None, :], have[None, :, :]
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(need > 0, need / np.where(have > 0, have, np.nan), 0.0)
     ratio = np.where(np.isnan(ratio), np.inf, ratio)
@@ -56,37 +60,59 @@ def copies_needed(capacity: np.ndarray) -> np.ndarray:
     return np.where(k <= MAX_COPIES, k, np.inf)
 
 
+class _Facts:
+    """Per candidate, what replacement compares (the module docstring)."""
+
+    def __init__(self, problem: FleetProblem) -> None:
+        n = problem.n_candidates
+        self.cost = np.asarray(problem.cost_per_hour, dtype=float)
+        self.gpus = np.asarray(problem.tp, dtype=float)
+        self.capacity = np.asarray(problem.capacity, dtype=float)
+        self.role = disagg.roles_of(problem)
+        self.group = np.asarray(problem.kv_group or ("",) * n, dtype=object)
+        self.flows = disagg.eligibility(problem).reshape(n, -1)
+        self.gpu = np.asarray(problem.gpu, dtype=object)
+        self.limited = np.array([g in problem.inventory for g in self.gpu], dtype=bool)
+        if problem.max_gpus is not None:
+            self.limited[:] = True
+
+    def replaceable(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """R[i, j]: candidate a[i] is replaceable by copies of candidate b[j]."""
+        k = copies_needed(self.capacity[a], self.capacity[b])
+        ok = (self.role[a][:, None] == self.role[b][None, :]) & (
+            self.group[a][:, None] == self.group[b][None, :]
+        )
+        # b joins every bucket a joins
+        ok &= (self.flows[b][None, :, :] >= self.flows[a][:, None, :]).all(axis=2)
+        with np.errstate(invalid="ignore"):
+            ok &= k * self.cost[b][None, :] <= self.cost[a][:, None]  # exact: stays acyclic
+            fits = (self.gpu[a][:, None] == self.gpu[b][None, :]) & (
+                k * self.gpus[b][None, :] <= self.gpus[a][:, None]
+            )
+        ok &= ~self.limited[b][None, :] | fits
+        ok &= a[:, None] != b[None, :]
+        return ok
+
+
 def replaceable(problem: FleetProblem) -> np.ndarray:
     """The n x n matrix R[a, b]: a is replaceable by copies of b (the module docstring)."""
-    n = problem.n_candidates
-    cost = np.asarray(problem.cost_per_hour, dtype=float)
-    gpus = np.asarray(problem.tp, dtype=float)
-    k = copies_needed(np.asarray(problem.capacity, dtype=float))
-    role = disagg.roles_of(problem)
-    group = np.asarray(problem.kv_group or ("",) * n, dtype=object)
-    flows = disagg.eligibility(problem).reshape(n, -1)
-    ok = (role[:, None] == role[None, :]) & (group[:, None] == group[None, :])
-    ok &= (flows[None, :, :] >= flows[:, None, :]).all(axis=2)  # b joins every bucket a joins
-    with np.errstate(invalid="ignore"):
-        ok &= k * cost[None, :] <= cost[:, None]  # exact: replacement stays acyclic
-        gpu = np.asarray(problem.gpu, dtype=object)
-        limited = np.array([g in problem.inventory for g in gpu], dtype=bool)
-        if problem.max_gpus is not None:
-            limited[:] = True
-        fits = (gpu[:, None] == gpu[None, :]) & (k * gpus[None, :] <= gpus[:, None])
-    ok &= ~limited[None, :] | fits
-    np.fill_diagonal(ok, False)
-    return ok
+    every = np.arange(problem.n_candidates)
+    return _Facts(problem).replaceable(every, every)
 
 
 def undominated(problem: FleetProblem) -> np.ndarray:
     """Which candidates to keep: all but those strictly replaceable by another, and but the
-    later of identical ones (same role, group, flows, capacity and cost)."""
+    later of identical ones (each replaceable by the other: the same cost, capacity and
+    flows). Computed BLOCK candidates at a time, so memory stays linear in the candidates."""
     n = problem.n_candidates
     if n == 0 or not supported(problem):
         return np.ones(n, dtype=bool)
-    r = replaceable(problem)
-    mutual = r & r.T  # each replaceable by the other: identical in cost, capacity and flows
-    later = np.arange(n)[:, None] > np.arange(n)[None, :]
-    dropped = (r & ~mutual).any(axis=1) | (mutual & later).any(axis=1)
+    facts, every = _Facts(problem), np.arange(n)
+    dropped = np.zeros(n, dtype=bool)
+    for start in range(0, n, BLOCK):
+        a = every[start : start + BLOCK]
+        r = facts.replaceable(a, every)
+        mutual = r & facts.replaceable(every, a).T
+        later = a[:, None] > every[None, :]
+        dropped[a] = (r & ~mutual).any(axis=1) | (mutual & later).any(axis=1)
     return ~dropped
