@@ -164,3 +164,22 @@ def test_with_pools_the_lp_slope_bounds_and_the_search_finds_what_the_full_scan_
     assert (found is None) == (not scan)
     if found is not None:
         assert found <= scan[0] * (1 + 1e-12)
+
+
+def test_scale_one_is_the_plan_itself_without_a_solve(catalog, unhurried):
+    """`SelfCost.know`: the break-even's cost at the scenario's own demand is the plan's fleet
+    (nothing the break-even drops applied to it), and a fresh MIP there agrees."""
+    from planner import load_scenario, plan
+
+    scenario, cat = load_scenario("scenarios/rag.yaml", catalog)
+    result = plan(unhurried(scenario), cat)
+    cost = SelfCost(result.problem, result.solver)
+    cost.know(result)
+    assert cost(1.0) == pytest.approx(result.fleet.total_cost_per_hour_usd, rel=1e-12)
+    assert cost.solves == 0
+    fresh = scaled.ScaledFleet(cost.problem, EXACT).at(1.0)
+    assert cost(1.0) == pytest.approx(fresh.cost_per_hour, rel=1e-9)
+    capped = replace(result, problem=replace(result.problem, max_gpus=10_000))
+    other = SelfCost(capped.problem, capped.solver)
+    other.know(capped)  # a GPU cap the break-even drops: scale 1 is solved again
+    assert 1.0 not in other.cache

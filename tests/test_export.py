@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 import os
 import zipfile
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import openpyxl
+import openpyxl.writer.excel
 import pandas as pd
 import pytest
 from openpyxl.utils import get_column_letter
@@ -353,10 +355,11 @@ def test_failed_write_leaves_target_untouched(plan, analysis, tmp_path, monkeypa
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"previous workbook")
 
-    def boom(self, filename):
+    def boom(self):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(openpyxl.Workbook, "save", boom)
+    # openpyxl's writer, mid-write (the workbook is saved through it into a stored archive)
+    monkeypatch.setattr(openpyxl.writer.excel.ExcelWriter, "save", boom)
     with pytest.raises(RuntimeError, match="disk on fire"):
         write_workbook(plan, target, analysis)
     assert target.read_bytes() == b"previous workbook"
@@ -933,3 +936,38 @@ def test_break_even_chart_shows_every_api(plan, analysis, written):
     titles = [t for t, _, _ in _series_refs(chart)]
     apis = {f"API: {q.provider} {q.provider_model_id}" for q in plan.api_quotes}
     assert apis <= set(titles)
+
+
+def test_streamed_cells_land_below_openpyxls_rows_with_their_formats(tmp_path):
+    """Issue 16: the Charts tables are written as XML after openpyxl saves the sheet
+    (`render/xlsx/stream.py`); read back, they are the values and formats put."""
+    from planner.render.xlsx.stream import StreamedCells
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "title"
+    cells = StreamedCells(ws)
+    cells.put_rows(
+        3, 2, [(1.5, "a & b", None), (2, True, float("nan"))], [export.MONEY, None, None]
+    )
+    assert cells.widths == {2: 6, 3: 6}  # "$1.50"-ish width of 1.5, len("a & b") + 1
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    with (
+        zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as zin,
+        zipfile.ZipFile(tmp_path / "s.xlsx", "w") as zout,
+    ):
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                data = cells.patch(data)
+            zout.writestr(info.filename, data)
+    back = openpyxl.load_workbook(tmp_path / "s.xlsx").active
+    assert back.max_row == 4 and back.max_column == 3  # before reading D creates its cells
+    assert back["A1"].value == "title"
+    assert (back["B3"].value, back["C3"].value, back["D3"].value) == (1.5, "a & b", None)
+    assert (back["B4"].value, back["C4"].value, back["D4"].value) == (2, True, None)
+    assert back["B3"].number_format == export.MONEY
+    ws["B3"] = "openpyxl's own row 3"  # streamed rows must lie below openpyxl's
+    with pytest.raises(RuntimeError, match="overlap"):
+        cells.patch(b"<worksheet><sheetData></sheetData></worksheet>")

@@ -78,6 +78,27 @@ def eligible(problem: FleetProblem, c: int, w: int, k: int) -> bool:
     return part <= (sla - tau if role == "prefill" else tau) + 1e-9
 
 
+def eligibility(problem: FleetProblem) -> np.ndarray:
+    """candidates x classes x buckets: which flow buckets each pool may carry of a class it
+    serves, as `eligible` says (all False for aggregated replicas and missing buckets); issue
+    16, for `fleet/dominance.py`."""
+    n, n_classes = problem.capacity.shape
+    out = np.zeros((n, n_classes, len(DECODE_TTFT_SHARES)), dtype=bool)
+    role = roles_of(problem)
+    pool = (role != "aggregated")[:, None] & (problem.capacity > 0)
+    part = np.zeros((n, n_classes)) if problem.ttft_part_ms is None else problem.ttft_part_ms
+    for w in range(n_classes):
+        budgets = _budgets(problem, w)
+        for k, tau in enumerate(budgets):
+            if not np.isfinite(tau):
+                out[:, w, k] = pool[:, w]
+                continue
+            sla = float(problem.ttft_sla_ms[w])  # type: ignore[index]
+            limit = np.where(role == "prefill", sla - tau, tau) + 1e-9
+            out[:, w, k] = pool[:, w] & (part[:, w] <= limit)
+    return out
+
+
 def pool_loads(problem: FleetProblem) -> PoolLoads:
     """One load variable per (pool candidate, class, bucket) it may carry."""
     loads: PoolLoads = {}

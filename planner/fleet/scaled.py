@@ -55,9 +55,15 @@ class ScaledFleet:
         with np.errstate(divide="ignore", invalid="ignore"):
             self.need = np.where(caps > 0, problem.demand / caps, 0.0).sum(axis=1)
         self.floor = problem.min_replicas + 1  # steady._replica_bound's floor + 1, no others
+        # issue 16: the break-even asks the cost alone, so the MIP goes without the per-GPU
+        # tie-break (whose 1e-6 terms hide the prices' granularity from HiGHS: rag's H100
+        # plan, 33 nodes with it and 1 without)
+        self.cost_only = np.zeros(self.model.n_cols)
+        self.cost_only[self.replica_cols] = problem.cost_per_hour
 
     def at(self, scale: float) -> ScaledSolution:
-        """The optimal fleet at `scale` times the demand (as `solve_fleet` would find it)."""
+        """The least-cost fleet at `scale` times the demand (`solve_fleet`'s cost; among fleets
+        of that cost, not necessarily its fleet)."""
         demand = self.problem.demand * scale
         row_lower, row_upper = self.model.row_lower.copy(), self.model.row_upper.copy()
         row_lower[self.demand_rows] = demand
@@ -65,7 +71,13 @@ class ScaledFleet:
         upper = self.model.upper.copy()
         upper[self.replica_cols] = np.ceil(self.need * scale) + self.floor
         model = replace(
-            self.model, upper=upper, row_lower=row_lower, row_upper=row_upper, sub_mips=False
+            self.model,
+            cost=self.cost_only,
+            upper=upper,
+            row_lower=row_lower,
+            row_upper=row_upper,
+            sub_mips=False,
+            restarts=False,
         )
         outcome = solve(model, self.options)
         n = self.problem.n_candidates
@@ -87,8 +99,6 @@ class ScaledFleet:
         are homogeneous in the demand (capacity, pool balance), so its optimum is linear in
         the scale; with pools it is far above the closed form that puts each class on its
         cheapest candidate as if a pool served alone (long-prompt: 47.5 against 10.6)."""
-        cost = np.zeros(self.model.n_cols)
-        cost[self.replica_cols] = self.problem.cost_per_hour
         row_lower, row_upper = self.model.row_lower.copy(), self.model.row_upper.copy()
         row_lower[self.demand_rows] = self.problem.demand
         row_upper[self.demand_rows] = self.problem.demand
@@ -97,7 +107,7 @@ class ScaledFleet:
         upper = self.model.upper.copy()
         upper[self.replica_cols] = math.inf
         model = replace(
-            self.model, cost=cost, upper=upper, row_lower=row_lower, row_upper=row_upper
+            self.model, cost=self.cost_only, upper=upper, row_lower=row_lower, row_upper=row_upper
         ).relaxed()
         outcome = solve(model, self.options)
         if outcome.status != "optimal":

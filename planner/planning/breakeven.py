@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from planner.errors import SolverError
-from planner.fleet import disagg, scaled
+from planner.fleet import disagg, dominance, scaled
 from planner.fleet.bounds import cheapest_per_request
 from planner.fleet.overtime import TimeProblem, build_time_model, solve_time
 from planner.fleet.solver import SolverOptions, solve
@@ -28,6 +28,7 @@ from planner.schema.plan import ApiQuote
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
 
 SCALES = np.geomspace(1e-3, 1e3, 61)
+COST_DECIMALS = 9  # $/h: a fleet's cost, summed in any order, compared at this precision
 BREAK_EVEN_TOL = 5e-3  # relative accuracy of a break-even volume over time, and its plans' gap
 
 
@@ -72,8 +73,11 @@ class SelfCost:
     shared by every API offering's break-even search."""
 
     def __init__(self, problem: FleetProblem, options: SolverOptions) -> None:
-        # break-even asks what the fleet costs at any volume: no GPU cap or budget applies
-        self.problem = replace(problem, max_gpus=None, budget_per_hour=None)
+        # break-even asks what the fleet costs at any volume: no GPU cap or budget applies;
+        # the cost alone is asked, so candidates copies of another replace are left out
+        # (fleet/dominance.py, issue 16: rag's 183 became 20, its MIPs 2-4x faster)
+        free = replace(problem, max_gpus=None, budget_per_hour=None)
+        self.problem = free.restricted(dominance.undominated(free))
         self.options = options
         self.cache: dict[float, float] = {}
         self.replicas: dict[float, int] = {}  # replicas of each solved scale's fleet
@@ -99,7 +103,21 @@ class SelfCost:
         if sol.status == "infeasible":
             return math.inf
         self.replicas[key] = int(sol.replicas.sum())
-        return sol.cost_per_hour
+        # prices have a few decimals: two fleets of equal cost are equal here, whatever order
+        # their terms were summed in (a 1e-14 difference made the step walk miss a flat step)
+        return round(sol.cost_per_hour, COST_DECIMALS)
+
+    def know(self, plan: Plan) -> None:
+        """Scale 1 is the plan itself when nothing left out here applied to it (no GPU cap or
+        budget, no redundancy) and it was solved to the gap: its cost, with no solve again
+        (issue 16: agent's scale-1 MIP was a sixth of its analysis)."""
+        p = plan.problem
+        if p is None or p.max_gpus is not None or p.budget_per_hour is not None:
+            return
+        if not dominance.supported(p) or plan.fleet.status != "optimal":
+            return
+        self.cache.setdefault(1.0, round(plan.fleet.total_cost_per_hour_usd, COST_DECIMALS))
+        self.replicas.setdefault(1.0, sum(d.replicas for d in plan.fleet.deployments))
 
     def replicas_near(self, scale: float) -> int | None:
         """Replicas of the fleet solved at the largest scale up to `scale` (a flat step's
@@ -312,6 +330,7 @@ def compare(
     self_monthly = plan.self_hosted_monthly_usd
     if not isinstance(self_cost, SelfCost):
         self_cost = SelfCost(plan.problem, plan.solver)
+        self_cost.know(plan)
     out = []
     for quote in plan.api_quotes:
         if progress is not None:
@@ -498,6 +517,7 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
     if plan.problem is None or not plan.api_quotes:
         return BuildVsBuy([], None)
     cost = SelfCost(plan.problem, plan.solver)
+    cost.know(plan)
     over_time = None
     if plan.over_time is not None:
         tp = plan.over_time

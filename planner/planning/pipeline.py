@@ -12,7 +12,7 @@ import pandas as pd
 from planner.errors import InputError, unknown_name_message
 from planner.fleet import disagg as disagg_fleet
 from planner.fleet.balance import balance_load
-from planner.fleet.bounds import fleet_floor
+from planner.fleet.bounds import fleet_floor, least_cost_bound
 from planner.fleet.selection import (
     CANDIDATE_KEY,
     OFFER_INPUTS,
@@ -273,6 +273,8 @@ def _single_gpu_best(
         if best is not None and (floors[gpu_id], gpu_id) > (best[0] * (1 + 1e-9), best[1]):
             continue  # cannot beat (or tie first with) the best fleet found
         sub = subsets[gpu_id]
+        if best is not None and least_cost_bound(sub, options) > best[0] * (1 + 1e-6):
+            continue  # proven dearer by a smaller MIP (fleet/bounds.py, issue 16)
         sol = solve_fleet(sub, options)
         if sol.status == "infeasible":
             continue

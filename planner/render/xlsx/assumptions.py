@@ -9,7 +9,7 @@ from openpyxl import Workbook
 from openpyxl.worksheet.worksheet import Worksheet
 
 from planner.planning.plan import Plan, TimePlan
-from planner.render.xlsx.cells import clean, finite, header, put
+from planner.render.xlsx.cells import clean, finite, header
 from planner.render.xlsx.names import (
     ASSUMPTION_COLUMNS,
     ASSUMPTIONS,
@@ -26,6 +26,7 @@ from planner.render.xlsx.names import (
     add_name,
     defined_name,
 )
+from planner.render.xlsx.stream import StreamedCells
 from planner.render.xlsx.styles import (
     ASSUMPTION_FILL,
     COUNT,
@@ -319,8 +320,12 @@ def _how_to_edit(plan: Plan, names: Names) -> str:
     return how
 
 
-def write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> Names:
+def write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> tuple[Names, StreamedCells]:
+    """The Assumptions sheet: the legend and header by openpyxl, the rows streamed
+    (`render/xlsx/stream.py`, issue 16: 2,300 cells on the chatbot), returned for
+    `write_workbook` to splice in."""
     rows, named, names = _assumption_rows(plan)
+    cells = StreamedCells(ws)
     ws["A1"] = "assumption"
     ws["A1"].fill = ASSUMPTION_FILL
     ws["B1"] = (
@@ -339,13 +344,12 @@ def write_assumptions(wb: Workbook, ws: Worksheet, plan: Plan) -> Names:
         value = clean(values[3])
         if fmt is None and isinstance(value, int | float) and abs(value) >= 1000:
             fmt = COUNT if float(value).is_integer() else RATE
-        for j, v in enumerate([*values[:8], name_of.get(i)]):
-            cell = put(ws, r, j + 1, v, fmt if j == 3 else None)
-            if clean(values[7]) is True:
-                cell.fill = ASSUMPTION_FILL
+        row = [*values[:8], name_of.get(i)]
+        fill = ASSUMPTION_FILL if clean(values[7]) is True else None
+        cells.put_row(r, 1, row, [None, None, None, fmt, *[None] * 5], fill)
     for name, idx in named.items():
         add_name(wb, name, ASSUMPTIONS, f"D{first + idx}")
     ws.freeze_panes = f"A{first}"
-    fit_widths(ws, {2: 14})
+    fit_widths(ws, {**cells.widths, 2: max(14, cells.widths.get(2, 0))})
     ws.column_dimensions["B"].width = min(ws.column_dimensions["B"].width, 30)
-    return names
+    return names, cells

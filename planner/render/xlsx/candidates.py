@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
-from xml.sax.saxutils import escape
 
 import numpy as np
 import pandas as pd
@@ -13,8 +10,9 @@ from openpyxl.cell.cell import Cell
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
-from planner.render.xlsx.cells import clean, header
+from planner.render.xlsx.cells import header
 from planner.render.xlsx.names import CANDIDATE_COLUMNS
+from planner.render.xlsx.stream import splice, value_xml
 from planner.render.xlsx.styles import MAX_WIDTH
 
 
@@ -55,78 +53,80 @@ class CandidateSheet:
             return 0
         return int(self.table[name].astype(str).str.len().max()) + 2
 
-    def _column_cells(self, i: int, name: str, rows: list[str]) -> list[str]:
+    def _column_part(self, i: int, name: str, rows: list[str]) -> tuple[str, list[Any] | None]:
+        """Column i's piece of the row template (`{0}` the row number, `{}` where its value
+        goes) and the values, one a row; the whole cell is the value where some are empty."""
         letter, style = get_column_letter(i + 1), self.styles[i]
         if name not in self.table:
-            return [""] * self.n_rows
+            return "", None
         series = self.table[name]
-        head = [f'<c r="{letter}{r}"{style}' for r in rows]
+        head = f'<c r="{letter}{{0}}"{style}'
         complete = not series.isna().any()
         if complete and pd.api.types.is_bool_dtype(series.dtype):
-            return [
-                f'{h} t="b"><v>{int(v)}</v></c>' for h, v in zip(head, series.tolist(), strict=True)
-            ]
+            return head + ' t="b"><v>{}</v></c>', series.astype(int).tolist()
         if complete and pd.api.types.is_integer_dtype(series.dtype):
-            return [f"{h}><v>{v}</v></c>" for h, v in zip(head, series.tolist(), strict=True)]
-        if series.dtype == np.float32:  # physics detail: its shortest decimal, not 21.50399971
-            texts = series.to_numpy().astype(str).tolist()
-            return [
-                f"{h}><v>{t}</v></c>" if math.isfinite(v) else ""
-                for h, t, v in zip(head, texts, series.tolist(), strict=True)
+            return head + "><v>{}</v></c>", series.tolist()
+        if series.dtype == np.float32 or pd.api.types.is_float_dtype(series.dtype):
+            values = series.to_numpy()
+            # float32 physics detail: its shortest decimal, not 21.50399971; float64: repr
+            texts = values.astype(str) if values.dtype == np.float32 else None
+            finite = np.isfinite(values.astype(float))
+            if finite.all() and texts is None:  # repr inside str.format, no list of texts
+                return head + "><v>{!r}</v></c>", values.tolist()
+            shown = texts.tolist() if texts is not None else [repr(v) for v in values.tolist()]
+            if finite.all():
+                return head + "><v>{}</v></c>", shown
+            cells = [
+                f'<c r="{letter}{r}"{style}><v>{t}</v></c>' if ok else ""
+                for r, t, ok in zip(rows, shown, finite.tolist(), strict=True)
             ]
-        if pd.api.types.is_float_dtype(series.dtype):
-            return [
-                f"{h}><v>{v!r}</v></c>" if math.isfinite(v) else ""
-                for h, v in zip(head, series.astype(float).tolist(), strict=True)
-            ]
-        return _text_cells(head, series.tolist())
+            return "{}", cells
+        tails = _text_tails(series.tolist())
+        if all(tails):
+            return head + "{}", tails
+        cells = [
+            f'<c r="{letter}{r}"{style}{t}' if t else "" for r, t in zip(rows, tails, strict=True)
+        ]
+        return "{}", cells
 
     def body(self) -> bytes:
+        """The <row> elements of every candidate: one row template filled by str.format per
+        row (issue 16: a string per cell and a join per row were 0.3 s on 13,572 rows)."""
         rows = [str(r) for r in range(2, self.n_rows + 2)]
-        columns = [
-            self._column_cells(i, name, rows) for i, (name, _, _) in enumerate(CANDIDATE_COLUMNS)
+        parts = [
+            self._column_part(i, name, rows) for i, (name, _, _) in enumerate(CANDIDATE_COLUMNS)
         ]
-        text = "".join(
-            f'<row r="{r}">{"".join(cells)}</row>'
-            for r, cells in zip(rows, zip(*columns, strict=True), strict=True)
+        pieces, values = [], []
+        for piece, column in parts:
+            if column is not None:
+                values.append(column)
+                field = f"{{{len(values)}"  # fields {1}, {2}, ... ({0}: the row)
+                piece = piece.replace("{}", field + "}").replace("{!r}", field + "!r}")
+            pieces.append(piece)
+        template = '<row r="{0}">' + "".join(pieces) + "</row>"
+        fill = template.format
+        return "".join(fill(r, *cells) for r, *cells in zip(rows, *values, strict=True)).encode(
+            "utf-8"
         )
-        return text.encode("utf-8")
 
     def patch(self, xml: bytes) -> bytes:
         """Splice the body rows and the true dimension into openpyxl's sheet XML."""
         if self.n_rows == 0:
             return xml
-        end = xml.rfind(b"</sheetData>")
-        if end < 0:
-            raise RuntimeError("unexpected worksheet XML from openpyxl: no </sheetData>")
-        xml = xml[:end] + self.body() + xml[end:]
-        return re.sub(
-            rb'<dimension ref="[^"]*"\s*/>', f'<dimension ref="{self.ref}"/>'.encode(), xml, count=1
-        )
+        return splice(xml, self.body(), self.ref)
 
 
-def _text_cells(head: list[str], values: list[Any]) -> list[str]:
-    """The <c> elements of a text (or mixed) column; '' for an empty cell."""
-    memo: dict[str, str] = {}  # text columns repeat a few values many times
+def _text_tails(values: list[Any]) -> list[str]:
+    """The tails of a text (or mixed) column's <c> elements ('' for an empty cell), each
+    distinct text escaped once (text columns repeat a few values many times)."""
+    memo: dict[str, str] = {}
     out = []
-    for h, v in zip(head, values, strict=True):
+    for v in values:
         if isinstance(v, str):
-            body = memo.get(v)
-            if body is None:
-                body = memo[v] = _xml_value(v)
+            tail = memo.get(v)
+            if tail is None:
+                tail = memo[v] = value_xml(v)
         else:
-            body = _xml_value(v)
-        out.append(f"{h}{body}" if body else "")
+            tail = value_xml(v)
+        out.append(tail)
     return out
-
-
-def _xml_value(value: Any) -> str:
-    """The tail of one <c> element (type, value, close) for a Python value; '' if empty."""
-    value = clean(value)
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return f' t="b"><v>{int(value)}</v></c>'
-    if isinstance(value, int | float):
-        return f"><v>{value!r}</v></c>"
-    return f' t="inlineStr"><is><t xml:space="preserve">{escape(value)}</t></is></c>'

@@ -16,8 +16,9 @@ from openpyxl.worksheet.worksheet import Worksheet
 from planner.planning.plan import Plan
 from planner.render.colours import colour
 from planner.render.xlsx.analysis import Analysis
-from planner.render.xlsx.cells import header, put
+from planner.render.xlsx.cells import header
 from planner.render.xlsx.names import CHART_POINT_COLUMNS, CHART_TABLE_ROW
+from planner.render.xlsx.stream import StreamedCells
 from planner.render.xlsx.styles import BOLD, MONEY, MONEY_FINE, MS, RATE, fit_widths, show_axes
 
 # issue 16: 2,000 points were half the workbook's writing time (14,000 openpyxl cells on the
@@ -56,14 +57,19 @@ def feasible_points(plan: Plan) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _put_table(
-    ws: Worksheet, row: int, column: int, title: str, headers: Sequence[str], data, fmts
+    cells: StreamedCells,
+    row: int,
+    column: int,
+    title: str,
+    headers: Sequence[str],
+    data,
+    fmts,
 ) -> tuple[int, int, str]:
-    """Header at row+1, then `data` rows (tuples); returns the title's place, for the
-    caller to write after the column widths are set (titles run on over empty cells)."""
-    header(ws, headers, row=row + 1, column=column)
-    for i, values in enumerate(data):
-        for j, (v, fmt) in enumerate(zip(values, fmts, strict=True)):
-            put(ws, row + 2 + i, column + j, v, fmt)
+    """Header at row+1, then `data` rows (tuples, streamed: `render/xlsx/stream.py`); returns
+    the title's place, for the caller to write after the column widths are set (titles run
+    on over empty cells)."""
+    header(cells.sheet, headers, row=row + 1, column=column)
+    cells.put_rows(row + 2, column, data, fmts)
     return row, column, title
 
 
@@ -109,13 +115,14 @@ def _series(
 
 
 def _frontier_chart(
-    ws: Worksheet, points: pd.DataFrame, frontier: pd.DataFrame
+    cells: StreamedCells, points: pd.DataFrame, frontier: pd.DataFrame
 ) -> list[tuple[int, int, str]]:
     """Scatter of $ per 1K output tokens vs TPOT, one series per GPU, frontier lines."""
+    ws = cells.sheet
     first = CHART_TABLE_ROW + 2
     titles = [
         _put_table(
-            ws,
+            cells,
             CHART_TABLE_ROW,
             1,
             f"SLA-feasible candidates ({len(points)} plotted, sampled along TPOT when more)",
@@ -124,7 +131,7 @@ def _frontier_chart(
             [fmt for _, _, fmt in CHART_POINT_COLUMNS],
         ),
         _put_table(
-            ws,
+            cells,
             CHART_TABLE_ROW,
             9,
             "cost vs TPOT frontier",
@@ -157,18 +164,19 @@ def _frontier_chart(
 
 
 def _break_even_chart(
-    ws: Worksheet, plan: Plan, analysis: Analysis, anchor: str
+    cells: StreamedCells, plan: Plan, analysis: Analysis, anchor: str
 ) -> list[tuple[int, int, str]]:
     """Self-hosting (the peak fleet, or the plan over time, re-solved per volume) and every
     API, $/month vs peak req/s."""
     assert analysis.curves is not None
+    ws = cells.sheet
     volume, own, _ = analysis.curves
     apis = analysis.api_curves
     first = CHART_TABLE_ROW + 2
     average = " (at average demand)" if plan.over_time is not None else ""
     titles = [
         _put_table(
-            ws,
+            cells,
             CHART_TABLE_ROW,
             13,
             f"self-hosted fleet vs every API{average}, $/month",
@@ -180,7 +188,7 @@ def _break_even_chart(
     point = 13 + 2 + len(apis) + 1
     titles.append(
         _put_table(
-            ws,
+            cells,
             CHART_TABLE_ROW,
             point,
             "",
@@ -213,13 +221,16 @@ def _break_even_chart(
 
 def write_charts(
     ws: Worksheet, plan: Plan, analysis: Analysis, points: pd.DataFrame, frontier: pd.DataFrame
-) -> None:
+) -> StreamedCells:
+    """The charts and the tables they plot; the tables' values are returned streamed, for
+    `write_workbook` to splice into the saved sheet."""
+    cells = StreamedCells(ws)
     titles = []
     if len(points):
-        titles += _frontier_chart(ws, points, frontier)
+        titles += _frontier_chart(cells, points, frontier)
     if analysis.curves is not None and plan.cheapest_api is not None:
-        titles += _break_even_chart(ws, plan, analysis, "A22" if len(points) else "A2")
-    fit_widths(ws)
+        titles += _break_even_chart(cells, plan, analysis, "A22" if len(points) else "A2")
+    fit_widths(ws, cells.widths)
     for col in "HL":
         ws.column_dimensions[col].width = 3
     ws["A1"] = (
@@ -230,3 +241,4 @@ def write_charts(
     for row, column, title in titles:
         if title:
             ws.cell(row=row, column=column, value=title).font = BOLD
+    return cells

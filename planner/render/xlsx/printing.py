@@ -14,8 +14,12 @@ from planner.render.xlsx.names import ASSUMPTIONS, ASSUMPTIONS_HEADER_ROW, CANDI
 CM_PER_ROW = 0.53  # a default-height row (15 pt), for placing breaks around charts
 
 
-def print_setup(wb: Workbook, candidates_ref: str) -> None:
-    """Every sheet prints one page wide, landscape, its header row on every page."""
+def print_setup(
+    wb: Workbook, candidates_ref: str, streamed: dict[str, tuple[int, int]] | None = None
+) -> None:
+    """Every sheet prints one page wide, landscape, its header row on every page;
+    `streamed` gives the last row and column of the cells a sheet's XML gets after openpyxl
+    (`render/xlsx/stream.py`)."""
     for ws in wb.worksheets:
         _page(ws)
         header_row = ASSUMPTIONS_HEADER_ROW if ws.title == ASSUMPTIONS else 1
@@ -26,7 +30,7 @@ def print_setup(wb: Workbook, candidates_ref: str) -> None:
             if ws.title == CANDIDATES
             else _charts_only(ws)
             if ws.title == CHARTS
-            else _used(ws)
+            else _used(ws, (streamed or {}).get(ws.title, (0, 0)))
         )
         _keep_charts_whole(ws)
 
@@ -56,9 +60,9 @@ def _chart_rows(chart) -> tuple[int, int, int]:
     return top, top + rows, left + cols
 
 
-def _used(ws: Worksheet) -> str:
-    """The cells a sheet holds, charts included."""
-    last_row, last_col = ws.max_row, ws.max_column
+def _used(ws: Worksheet, streamed: tuple[int, int] = (0, 0)) -> str:
+    """The cells a sheet holds, charts and streamed cells included."""
+    last_row, last_col = max(ws.max_row, streamed[0]), max(ws.max_column, streamed[1])
     for chart in ws._charts:
         _, bottom, right = _chart_rows(chart)
         last_row, last_col = max(last_row, bottom), max(last_col, right)

@@ -33,15 +33,20 @@ def fit_widths(ws: Worksheet, widths: dict[int, int] | None = None) -> None:
         value = cell.value
         if value is None:
             continue
-        if isinstance(value, str) and value.startswith("="):
-            size = 12
-        elif isinstance(value, float):
-            size = min(len(f"{value:,.2f}"), 16) + 2
-        else:
-            size = len(str(value)) + 1
-        found[column] = max(found.get(column, 0), size)
+        found[column] = max(found.get(column, 0), shown_width(value))
     for column, size in found.items():
         ws.column_dimensions[get_column_letter(column)].width = min(max(size, 6), MAX_WIDTH)
+
+
+def shown_width(value: Any) -> int:
+    """About how many characters a cell's value shows (formulas count as ~12); 0 if empty."""
+    if value is None:
+        return 0
+    if isinstance(value, str) and value.startswith("="):
+        return 12
+    if isinstance(value, float):
+        return min(len(f"{value:,.2f}"), 16) + 2
+    return len(str(value)) + 1
 
 
 def show_axes(chart: Any) -> None:

@@ -6,9 +6,12 @@ import io
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from openpyxl import Workbook
+from openpyxl.worksheet.worksheet import Worksheet
+from openpyxl.writer.excel import ExcelWriter
 
 from planner.errors import InputError
 from planner.planning.breakeven import BuildVsBuy
@@ -33,6 +36,8 @@ from planner.render.xlsx.names import (
 from planner.render.xlsx.printing import print_setup
 from planner.render.xlsx.summary import write_summary
 from planner.writing import clean_stale_temps, file_mode
+
+Patch = Callable[[bytes], bytes]  # a saved sheet's XML -> the XML with streamed cells in
 
 
 def write_workbook(
@@ -104,26 +109,31 @@ def _check_target(target: Path, folder: Path) -> None:
 
 
 def _write_xlsx(plan: Plan, handle, analysis: Analysis) -> None:
-    """Build the workbook with openpyxl, then stream the candidate rows into its XML."""
-    wb, cand = _build(plan, analysis)
+    """Build the workbook with openpyxl, then stream the candidate rows and the chart tables
+    into its XML."""
+    wb, patches = _build(plan, analysis)
     buffer = io.BytesIO()
-    wb.save(buffer)
-    sheet_xml = cand.sheet.path.lstrip("/")
+    # stored, not deflated: every part is read back and compressed once below (issue 16:
+    # openpyxl's own deflate was undone and redone)
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+        ExcelWriter(wb, archive).save()
+    by_part = {ws.path.lstrip("/"): patch for ws, patch in patches.items()}  # paths set by save
     with (
         zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as zin,
         zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zout,
     ):
         for info in zin.infolist():
             data = zin.read(info.filename)
-            if info.filename == sheet_xml:
-                data = cand.patch(data)
-            zout.writestr(info.filename, data)
+            patch = by_part.get(info.filename)
+            zout.writestr(info.filename, patch(data) if patch else data)
 
 
 # ---------------------------------------------------------------- the sheets, in order
 
 
-def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, CandidateSheet]:
+def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, dict[Worksheet, Patch]]:
+    """Every sheet, and for the sheets with streamed cells what splices those cells into the
+    saved XML."""
     wb = Workbook()
     summary = wb.active
     summary.title = SUMMARY
@@ -137,14 +147,17 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, CandidateSheet]:
     charted = len(points) > 0 or (analysis.curves is not None and plan.cheapest_api is not None)
     charts = wb.create_sheet(CHARTS) if charted else None
     assumptions = wb.create_sheet(ASSUMPTIONS)
-    names = write_assumptions(wb, assumptions, plan)
+    names, assumed = write_assumptions(wb, assumptions, plan)
     totals = write_fleet(fleet, plan, names.gpu)
     if monthly is not None and periods is not None:
         write_monthly(monthly, plan, names, write_periods(periods, plan, names))
     api_rows = write_build_vs_api(api, plan, totals, names, analysis)
     write_summary(summary, plan, totals, names, api_rows)
+    patches: dict[Worksheet, Patch] = {}
     if charts is not None:
-        write_charts(charts, plan, analysis, points, frontier)
+        patches[charts] = write_charts(charts, plan, analysis, points, frontier).patch
     cand = CandidateSheet(cand_ws, plan.candidates)
-    print_setup(wb, cand.ref)
-    return wb, cand
+    patches[cand_ws] = cand.patch
+    patches[assumptions] = assumed.patch
+    print_setup(wb, cand.ref, {ASSUMPTIONS: (assumed.last_row, assumed.last_column)})
+    return wb, patches

@@ -1,0 +1,195 @@
+"""Issue 16: candidates that whole copies of another replace for no more money are left out of
+the cost-only MIPs (`fleet/dominance.py`); the least cost does not move."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from planner.fleet import disagg, dominance
+from planner.fleet.solver import SolverOptions
+from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.fleet.synthetic import synthetic_problem
+
+EXACT = SolverOptions(time_limit_s=600, relative_gap=0.0, max_nodes=None)
+
+
+def _two(cost_b: float, cap_b: float, **extra) -> FleetProblem:
+    """a: $10/h carrying 4 req/s; b: `cost_b` carrying `cap_b`; one class, 7 req/s."""
+    return FleetProblem(
+        gpu=("x", "y"),
+        tp=(2, 1),
+        cost_per_hour=np.array([10.0, cost_b]),
+        capacity=np.array([[4.0], [cap_b]]),
+        demand=np.array([7.0]),
+        **extra,
+    )
+
+
+def test_two_copies_of_a_half_size_replica_at_less_than_half_the_price_replace_it():
+    # 2 x b = $8/h for 4 req/s, no more than a's $10/h for 4 req/s
+    assert dominance.undominated(_two(4.0, 2.0)).tolist() == [False, True]
+    # 3 x b = $12/h for a's 4 req/s (2 x b carry only 3): a stays
+    assert dominance.undominated(_two(4.0, 1.5)).tolist() == [True, True]
+
+
+def test_a_limited_gpu_type_or_a_gpu_cap_keeps_a_replica_of_another_type():
+    assert dominance.undominated(_two(4.0, 2.0, inventory={"y": 8})).all()
+    assert dominance.undominated(_two(4.0, 2.0, max_gpus=40)).all()
+    # the same type, as many GPUs (2 x 1 = a's 2): replaceable even under the limit
+    same = replace(_two(4.0, 2.0, inventory={"x": 8}), gpu=("x", "x"))
+    assert dominance.undominated(same).tolist() == [False, True]
+
+
+def test_identical_candidates_keep_the_first():
+    assert dominance.undominated(_two(10.0, 4.0)).tolist() == [True, False]
+
+
+def test_copies_needed_is_exact_by_hand():
+    caps = np.array([[3.0, 1.0], [1.0, 0.5], [1.0, 0.0]])
+    k = dominance.copies_needed(caps, caps)
+    assert k[0, 1] == 3  # 3 x (1, 0.5) >= (3, 1)
+    assert k[0, 2] == np.inf  # candidate 2 lacks class 1
+    assert k[2, 0] == 1
+    # 0.3 / 0.1 is 2.9999999999999996 in floating point: 3 copies of 0.1 still carry 0.3
+    assert dominance.copies_needed(np.array([[0.3]]), np.array([[0.1]]))[0, 0] == 3
+
+
+def test_a_cheaper_pool_too_slow_to_pair_does_not_replace_one_that_pairs():
+    # prefill b is cheaper than a at the same capacity, but its 900 ms leaves the decode pool
+    # (500 ms) no room under the 1 s TTFT bound: no flow bucket takes both
+    problem = FleetProblem(
+        gpu=("x", "x", "x"),
+        tp=(1, 1, 1),
+        cost_per_hour=np.array([4.0, 2.0, 3.0]),
+        capacity=np.array([[10.0], [10.0], [10.0]]),
+        demand=np.array([5.0]),
+        role=("prefill", "prefill", "decode"),
+        ttft_part_ms=np.array([[100.0], [900.0], [500.0]]),
+        ttft_sla_ms=np.array([1000.0]),
+    )
+    assert dominance.undominated(problem).tolist() == [True, True, True]
+    assert solve_fleet(problem, EXACT).cost_per_hour == pytest.approx(7.0)
+
+
+def test_redundancy_that_holds_keeps_every_candidate():
+    assert dominance.undominated(_two(4.0, 2.0, redundancy=1)).all()
+
+
+def _pooled(seed: int) -> FleetProblem:
+    """Aggregated replicas and prefill/decode pools on three GPU types, two classes with TTFT
+    bounds, prices on a coarse grid so copies and ties happen."""
+    rng = np.random.default_rng(seed)
+    n = 12
+    role = tuple(rng.choice(["aggregated", "prefill", "decode"], n))
+    gpu = tuple(rng.choice(["a", "b", "c"], n))
+    cost = rng.choice([1.0, 2.0, 3.0, 4.0, 6.0, 8.0], n)
+    cap = (cost[:, None] * rng.choice([0.5, 1.0, 1.5, 2.0], (n, 2))).round(1)
+    cap[rng.random((n, 2)) < 0.2] = 0.0
+    cap[:, 0] = np.maximum(cap[:, 0], 0.5)
+    up = rng.random(n) < 0.4
+    return FleetProblem(
+        gpu=gpu,
+        tp=tuple(int(t) for t in rng.choice([1, 2, 4], n)),
+        cost_per_hour=cost,
+        capacity=cap,
+        demand=rng.uniform(1.0, 25.0, 2).round(1),
+        inventory={"a": int(rng.integers(4, 40))} if rng.random() < 0.5 else {},
+        min_replicas=int(rng.integers(0, 3)),
+        role=role,
+        ttft_part_ms=rng.choice([50.0, 200.0, 400.0, 700.0], (n, 2)),
+        ttft_sla_ms=np.array([1000.0, rng.choice([800.0, np.inf])]),
+        kv_group=tuple(g if u else "" for g, u in zip(gpu, up, strict=True)),
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), pools=st.booleans())
+def test_leaving_out_the_dominated_keeps_the_least_cost(seed, pools):
+    """The property the module proves: the MIP over the kept candidates costs what the MIP over
+    all of them costs (both proven optimal), feasible or not."""
+    if pools:
+        problem = _pooled(seed)
+    else:
+        problem = synthetic_problem(3, 2, 4, seed=seed)
+        cost = problem.cost_per_hour.round(0)  # coarse prices: ties and copies
+        problem = replace(problem, cost_per_hour=np.maximum(cost, 1.0))
+    keep = dominance.undominated(problem)
+    full = solve_fleet(problem, EXACT)
+    kept = solve_fleet(problem.restricted(keep), EXACT)
+    assert kept.status == full.status
+    if full.status != "infeasible":
+        assert kept.cost_per_hour == pytest.approx(full.cost_per_hour, rel=1e-9)
+
+
+def test_eligibility_is_eligible_for_every_pool_class_and_bucket():
+    problem = _pooled(7)
+    table = disagg.eligibility(problem)
+    for c in range(problem.n_candidates):
+        for w in range(len(problem.demand)):
+            for k in range(table.shape[2]):
+                pool = problem.role[c] != "aggregated" and problem.capacity[c, w] > 0
+                exists = k < len(disagg._budgets(problem, w))
+                want = pool and exists and disagg.eligible(problem, c, w, k)
+                assert table[c, w, k] == want
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000), pools=st.booleans())
+def test_the_least_cost_bound_is_a_bound_and_a_close_one(seed, pools):
+    """`bounds.least_cost_bound` (the single-GPU-type comparison's test) never exceeds the
+    fleet MIP's optimum, and at the default gap is within it; inf when nothing is feasible."""
+    from planner.fleet.bounds import least_cost_bound
+
+    problem = _pooled(seed) if pools else synthetic_problem(2, 2, 4, seed=seed)
+    full = solve_fleet(problem, EXACT)
+    options = SolverOptions(time_limit_s=600)
+    bound = least_cost_bound(problem, options)
+    if full.status == "infeasible":
+        assert bound == float("inf")
+    else:
+        assert bound <= full.cost_per_hour * (1 + 1e-9)
+        assert bound >= full.cost_per_hour * (1 - 2 * options.relative_gap)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 100_000))
+def test_the_pools_lp_floor_never_exceeds_the_optimum_and_equals_the_whole_lp(seed):
+    """`bounds.fleet_floor` with pools: the cost-only LP over the undominated candidates, the
+    same optimum as the LP over all of them, so at most the MIP's optimum."""
+    from planner.fleet.bounds import fleet_floor
+    from planner.fleet.scaled import ScaledFleet
+
+    problem = _pooled(seed)
+    sol = solve_fleet(problem, EXACT)
+    floor = fleet_floor(problem, EXACT)
+    if sol.status == "infeasible":
+        assert floor == float("inf") or floor <= 0.0
+        return
+    assert floor <= sol.cost_per_hour * (1 + 1e-9)
+    whole = replace(problem, min_replicas=0)  # lp_slope drops the floor row: compare alike
+    if problem.min_replicas == 0:
+        assert floor == pytest.approx(ScaledFleet(whole, EXACT).lp_slope(), rel=1e-5)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 100_000), block=st.integers(1, 7))
+def test_any_block_size_keeps_the_same_candidates(seed, block):
+    """`undominated` works BLOCK candidates at a time (bounded memory): any block size keeps
+    what the whole matrix keeps."""
+    problem = _pooled(seed)
+    r = dominance.replaceable(problem)
+    n = problem.n_candidates
+    mutual = r & r.T
+    later = np.arange(n)[:, None] > np.arange(n)[None, :]
+    whole = ~((r & ~mutual).any(axis=1) | (mutual & later).any(axis=1))
+    saved = dominance.BLOCK
+    dominance.BLOCK = block
+    try:
+        assert np.array_equal(dominance.undominated(problem), whole)
+    finally:
+        dominance.BLOCK = saved
