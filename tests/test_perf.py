@@ -204,6 +204,22 @@ def test_kv_pool_per_engine_budget(catalog):
     assert row.max_batch == np.floor(pool / per_seq) == 90
 
 
+def test_shipped_trtllm_profile_holds_90_at_nim_concurrency_100(catalog):
+    """The refitted trtllm profile carries the 2,500 MiB reserve (written to 2 decimals), and
+    `estimate --concurrency 100` on the NIM deployment keeps 90 in flight (the pool above)."""
+    from planner.planning.estimate import EstimateRequest, closed_loop
+
+    engine = catalog.engine("trtllm")
+    for eff in (engine.default, *engine.families.values()):
+        assert eff.runtime_reserve_gb == pytest.approx(2500 * 2**20 / 1e9, abs=0.005)
+    req = EstimateRequest(
+        model="llama-3.3-70b", gpu="h100-sxm", tp=2, quant="fp8", batch=None, input_len=5000,
+        output_len=500, engine="trtllm",
+    )  # fmt: skip
+    row = closed_loop(req, catalog, 100)
+    assert int(row["batch"]) == 90
+
+
 def test_tp_splits_kv_by_min_of_tp_and_kv_heads(catalog):
     """Qwen3-30B-A3B has 4 KV heads: tp 8 splits the cache 4 ways, not 8."""
     model, gpu = catalog.model("qwen3-30b-a3b"), catalog.gpu("h100-sxm")
