@@ -6,7 +6,10 @@ source, and a few derived leads (issue #10):
 
 * per-layer fixed cost: correlation of the TPOT log error with layers / predicted TPOT;
 * Qwen3-32B FP8 on H100 (TensorRT-LLM) against Llama-3.1-8B BF16 of the same source, by
-  concurrency: an error that grows with the batch at every prompt length is not the KV read.
+  concurrency: an error that grows with the batch at every prompt length is not the KV read;
+* TTFT over the modelled single-request prefill, by concurrency x output length, for each
+  engine's largest series: queueing behind other prefills would grow with the prefill load
+  (short outputs), a first-round wave or a per-request cost would not (#10, t10k).
 
     python benchmarks/residuals.py                 # every server engine
     python benchmarks/residuals.py --engines trtllm
@@ -91,6 +94,22 @@ def qwen_fp8_lead(pred: pd.DataFrame) -> None:
         print(table.round(2).to_string())
 
 
+def ttft_ratio_lead(pred: pd.DataFrame) -> None:
+    """Measured TTFT / modelled prefill of one request, concurrency x output length, for the
+    largest (model, GPU, quant, tp, ISL) series of each engine."""
+    keys = ["engine", "model_id", "gpu_id", "quant_id", "tp", "input_len"]
+    part = pred.assign(ratio=pred["meas_ttft"] / pred["prefill_ms"])
+    for engine, rows in part.groupby("engine"):
+        key = rows.groupby(keys[1:]).size().idxmax()
+        series = rows[(rows[keys[1:]] == pd.Series(key, index=keys[1:])).all(axis=1)]
+        table = series.pivot_table(
+            index="output_len", columns="batch", values="ratio", aggfunc="median"
+        )
+        label = " ".join(str(getattr(k, "item", lambda k=k: k)()) for k in key)
+        print(f"\n{engine} {label}: measured TTFT / modelled prefill, output length x concurrency")
+        print(table.round(1).to_string())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the residual tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -103,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         report(pred, engine)
     if "trtllm" in engines:
         qwen_fp8_lead(pred)
+    ttft_ratio_lead(pred)
     return 0
 
 

@@ -171,20 +171,53 @@ def test_kv_pool_per_engine_budget(catalog):
     Per GPU: weights W = (70.55e9 - 2 x 1.05e9 embeddings) x 1 B + 2.10e9 x 2 B, / 2;
     FP8 KV per token 2 x 80 layers x 8 heads x 128 x 1 B / 2 GPUs = 81,920 B; TensorRT-LLM's
     GUARANTEED_NO_EVICT admits a sequence with KV for all I + O = 5500 tokens = 450.6 MB
-    (a paged cache alone would hold I + O/2 = 5250 on average). TensorRT-LLM (0.9 of the
-    memory free after weights and workspace A): floor((0.9 (M - W - A)) / (450.6 MB +
-    logits)) = 96 (101 at 5250 tokens). NIM (TensorRT-LLM) held ~85 sequences; the old model
-    (decimal GB, 2 GB reserve, full I+O, 0.9 of total) said 36."""
+    (a paged cache alone would hold I + O/2 = 5250 on average). TensorRT-LLM sizes the pool
+    as 0.9 x (M - peak) (KvCacheCreator._cal_max_memory), the peak taken after a profiling
+    pass of max_num_tokens = 8192 tokens whatever the prompts: workspace A = 8192 x (4 x 8192
+    + 2 x 28672 / 2) x 2 B = 1,006,632,960 B (not the 5000-token prompt's 614 MB), and the
+    memory outside torch R = 2,500 MiB (the allowance of TensorRT-LLM's own test, PR 6487).
+    floor(0.9 (85.52e9 - 36.33e9 - 1.007e9 - 2.621e9) / (450.56e6 + 256,512 B logits)) = 90
+    (96 without R and with the prompt's workspace). NIM (TensorRT-LLM) held ~85 sequences;
+    the old model (decimal GB, 2 GB reserve, full I+O, 0.9 of total) said 36."""
+    from planner.calibration.recipes import TRTLLM_RUNTIME_RESERVE_GB
+
     model, gpu, fp8 = catalog.model("llama-3.3-70b"), catalog.gpu("h100-sxm"), catalog.quant("fp8")
+    engine = catalog.engine("trtllm")
+    reserve = {"runtime_reserve_gb": TRTLLM_RUNTIME_RESERVE_GB}
+    engine = engine.model_copy(
+        update={
+            "default": engine.default.model_copy(update=reserve),
+            "families": {k: v.model_copy(update=reserve) for k, v in engine.families.items()},
+        }
+    )
     spec = GridSpec(gpus=[gpu], quants=[fp8], tps=[2], batches=[1], shapes=[(5000, 500)])
-    grid, _ = build_grid(model, spec, catalog.engine("trtllm"))
+    grid, _ = build_grid(model, spec, engine)
     row = evaluate(model, grid).iloc[0]
     assert row.kv_dtype == "fp8"  # the engine's default for an FP8 ModelOpt checkpoint
+    assert TRTLLM_RUNTIME_RESERVE_GB * 1e9 == 2500 * 2**20
     w = row.weights_per_gpu_gb * 1e9
-    workspace = row.activations_per_gpu_gb * 1e9 - model.vocab_size * 4.0 / 2
+    assert w == pytest.approx(((70553706496 - 2 * 1050673152) + 2 * 2 * 1050673152) / 2, rel=1e-6)
+    workspace = 8192 * (4 * 8192 + 2 * 28672 / 2) * 2
+    assert workspace == 1_006_632_960
     per_seq = 5500 * 2 * 80 * 8 * 128 / 2 + model.vocab_size * 4.0 / 2
-    expected = np.floor(0.9 * (81559 * 2**20 - w - workspace) / per_seq)
-    assert row.max_batch == expected == 96
+    pool = 0.9 * (81559 * 2**20 - w - workspace - 2500 * 2**20)
+    assert row.max_batch == np.floor(pool / per_seq) == 90
+
+
+def test_shipped_trtllm_profile_holds_90_at_nim_concurrency_100(catalog):
+    """The refitted trtllm profile carries the 2,500 MiB reserve (written to 2 decimals), and
+    `estimate --concurrency 100` on the NIM deployment keeps 90 in flight (the pool above)."""
+    from planner.planning.estimate import EstimateRequest, closed_loop
+
+    engine = catalog.engine("trtllm")
+    for eff in (engine.default, *engine.families.values()):
+        assert eff.runtime_reserve_gb == pytest.approx(2500 * 2**20 / 1e9, abs=0.005)
+    req = EstimateRequest(
+        model="llama-3.3-70b", gpu="h100-sxm", tp=2, quant="fp8", batch=None, input_len=5000,
+        output_len=500, engine="trtllm",
+    )  # fmt: skip
+    row = closed_loop(req, catalog, 100)
+    assert int(row["batch"]) == 90
 
 
 def test_tp_splits_kv_by_min_of_tp_and_kv_heads(catalog):

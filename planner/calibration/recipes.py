@@ -58,11 +58,26 @@ SERVER_FAMILY_PARAMS: tuple[str, ...] = (
 # inside it; TensorRT-LLM kv_cache_free_gpu_mem_fraction 0.9 of the memory free after the
 # weights and activations; SGLang mem_fraction_static of total for weights + KV pool with
 # activations outside it (0.88 is an assumption: SGLang derives it from the GPU's memory).
-# No reserve on top of the engine's own headroom. TensorRT-LLM runs FP8/FP4 ModelOpt
-# checkpoints with an FP8 KV cache (kv_cache_quant_algo FP8 in hf_quant_config.json).
+# No reserve on top of the engine's own headroom, except TensorRT-LLM's (below). TensorRT-LLM
+# runs FP8/FP4 ModelOpt checkpoints with an FP8 KV cache (kv_cache_quant_algo FP8 in
+# hf_quant_config.json).
+# Issue #10 (KV pool): TensorRT-LLM's PyTorch backend (tensorrt_llm/_torch/pyexecutor/_util.py,
+# KvCacheCreator._cal_max_memory) sizes the pool as (total - peak) x free_gpu_memory_fraction,
+# where peak is the process's whole device use after a profiling pass of max_num_tokens: the
+# weights, that pass's activations and the memory outside torch (CUDA context, cuBLAS and
+# NCCL/all-reduce workspaces, CUDA graphs). TensorRT-LLM's own test of that estimate
+# (NVIDIA/TensorRT-LLM PR 6487, tests/unittest/_torch/auto_deploy/.../test_ad_trtllm_bench.py,
+# 2025-07-30; issue 6335) allows 2,500 MiB of such extra consumption on one H100 beyond the
+# model: TRTLLM_RUNTIME_RESERVE_GB, an assumption from that figure (not a measurement of ours).
+TRTLLM_RUNTIME_RESERVE_GB = 2500 * 2**20 / 1e9  # 2,500 MiB = 2.62 GB
 ENGINE_MEMORY: dict[str, dict] = {
     "vllm": {"mem_util": 0.9, "kv_budget_of_free": False, "activations_in_budget": True},
-    "trtllm": {"mem_util": 0.9, "kv_budget_of_free": True, "activations_in_budget": False},
+    "trtllm": {
+        "mem_util": 0.9,
+        "kv_budget_of_free": True,
+        "activations_in_budget": False,
+        "runtime_reserve_gb": TRTLLM_RUNTIME_RESERVE_GB,
+    },
     "sglang": {"mem_util": 0.88, "kv_budget_of_free": False, "activations_in_budget": False},
 }
 # Issue #10 (remaining): each engine's scheduler, from its source (not fitted).

@@ -157,7 +157,10 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     draft_w, draft_seq = _draft_memory(df, held, kv_b, split)
     chunk = _col(df, "eff_prefill_chunk_tokens")
     act = mem.bytes_activations_per_gpu(model, i_len, rank_batch, tp, chunk)
-    workspace = mem.bytes_activations_per_gpu(model, i_len, 0 * batch, tp, chunk)
+    # issue #10 (KV pool): vLLM and TensorRT-LLM size the pool after profiling one forward
+    # pass of a full chunk (max_num_batched_tokens / max_num_tokens dummy tokens), whatever
+    # the prompts served later, so the workspace they hold back is that of a full chunk
+    workspace = mem.bytes_activations_per_gpu(model, chunk + 0 * i_len, 0 * batch, tp, chunk)
     reserve = _col(df, "eff_runtime_reserve_gb") * GB
     pool = kv_pool_bytes(df, weights + draft_w, workspace, reserve) - prefix
     per_seq = kv_seq + draft_seq + model.vocab_size * mem.LOGIT_BYTES / tp
