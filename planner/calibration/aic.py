@@ -7,9 +7,14 @@ closed-loop concurrency as `batch`, ISL/OSL, and the measured TTFT and TPOT. Eve
 closed loop of `batch_size` clients (`scenario_kind` 'closed_loop'), predicted as
 `planner estimate --concurrency` predicts it (`prediction.closed_loop_ms`).
 
-Rows the model cannot represent keep a reason in `skip_reason`: disaggregated serving,
-attention data parallelism, expert or pipeline parallelism, a MoE split that is not plain TP,
-a model or GPU without a catalog entry. Assumptions (repeated in each row's `assumptions`):
+Expert-parallel and attention-DP rows map onto the grid's layout (`perf.layout`, issue #10):
+tp = tp_size, dp_attention = attention_dp_size, ep = moe_ep_size, pp = pp_size, and the grid's
+MoE tensor parallel is the stage width over ep, (tp x dp) / ep, so a row is predictable when
+moe_tp_size x moe_ep_size = tp_size x attention_dp_size (`aic_layout`). Rows the model cannot
+represent keep a reason in `skip_reason`: disaggregated serving, pipeline parallelism, a MoE
+split that is not the stage width, tensor parallelism across scale-up domains, attention
+architectures the model lacks (`AIC_UNMODELLED`), a model or GPU without a catalog entry.
+Assumptions (repeated in each row's `assumptions`):
 
 * Throughput is not published; `meas_throughput` is Little's law over the closed loop,
   C * OSL / (TTFT + (OSL - 1) * TPOT): derived from the measured TTFT and TPOT, so it is
@@ -55,7 +60,39 @@ AIC_MODELS: dict[str, str] = {
     "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
     "deepseek-ai/DeepSeek-V3": "deepseek-v3",
     "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
+    # issue #10: catalogued from their config.json (catalogs/models/*.yaml provenance)
+    "moonshotai/Kimi-K2.5": "kimi-k2.5",
+    "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5",
 }
+# Checkpoints whose attention the performance model does not represent (issue #10): their
+# rows stay skipped with this reason rather than being predicted as plain softmax attention.
+# Read from ai-dynamo/aiconfigurator src/aiconfigurator/model_configs/
+# Qwen--Qwen3.5-397B-A17B_config.json @87fe4b0c and zai-org--GLM-5-FP8_config.json @691ec908
+# (2026-12-01).
+AIC_UNMODELLED: dict[str, str] = {
+    "Qwen/Qwen3.5-397B-A17B": (
+        "Qwen3.5-397B-A17B: 45 of its 60 layers are linear attention (config.json "
+        "layer_types); the model has no linear-attention layers"
+    ),
+    "zhipuai/GLM-5": (
+        "GLM-5 (model_type glm_moe_dsa) uses DeepSeek sparse attention (a top-k token "
+        "indexer over MLA); the model has no sparse-attention term"
+    ),
+}
+# (checkpoint, gemm_quant_mode) pairs whose weights are mixed precision in a way no catalog
+# quant represents (issue #10). Kimi-K2.5's int4 checkpoint quantizes only the routed experts:
+# its config.json quantization_config (compressed-tensors int4, group 32; ai-dynamo/
+# aiconfigurator model_configs/nvidia--Kimi-K2.5-NVFP4_config.json @202f06a3) ignores
+# self_attn, shared_experts, the dense MLP and lm_head, which stay bf16, while int4-awq puts
+# every block weight at 4 bits (by hand: 17% fewer bytes a decode step reads at 8 sequences,
+# 52% at 1, with 11.7B non-expert parameters and 44M a routed expert).
+AIC_MIXED_PRECISION: dict[tuple[str, str], str] = {
+    ("moonshotai/Kimi-K2.5", "int4_wo"): (
+        "Kimi-K2.5 int4_wo: only the routed experts are int4 (attention, shared experts, "
+        "dense MLP bf16); int4-awq would put every block weight at 4 bits"
+    ),
+}
+AIC_LAYOUT_COLUMNS: tuple[str, ...] = ("pp", "ep", "dp_attention")  # the grid's, issue #10
 AIC_GPUS: dict[str, str] = {
     "h100_sxm": "h100-sxm",
     "h200_sxm": "h200",
@@ -95,21 +132,32 @@ def aic_source_key(raw: pd.Series) -> str:
     return "aic-" + re.sub(r"[^a-z0-9.]+", "-", f"{raw['backend']}-{version}".lower())
 
 
+def aic_layout(raw: pd.Series) -> dict[str, int]:
+    """The row's layout in the grid's terms (`perf.layout`): tp, pp, ep, dp_attention, and
+    the published moe_tp (the grid's is (tp x dp_attention) / ep)."""
+    keys = ("tp_size", "pp_size", "moe_ep_size", "attention_dp_size", "moe_tp_size")
+    tp, pp, ep, dp, moe_tp = (_int(raw[c]) for c in keys)
+    return {"tp": tp, "pp": pp, "ep": ep, "dp_attention": dp, "moe_tp": moe_tp}
+
+
 def _parallel_skips(raw: pd.Series, is_moe: bool) -> list[str]:
-    """Why the row's parallelism is outside the model (empty when it is plain TP)."""
-    out = []
+    """Why the row's parallelism is outside the grid's layouts (empty when it maps)."""
     if str(raw["mode"]).strip() != "agg":
         return ["disaggregated prefill/decode workers (the model has one replica type)"]
-    tp, pp = _int(raw["tp_size"]), _int(raw["pp_size"])
-    dp, moe_tp, ep = (_int(raw[c]) for c in ("attention_dp_size", "moe_tp_size", "moe_ep_size"))
-    if pp > 1:
-        out.append(f"pipeline parallel (pp {pp}) is not modelled")
-    if dp > 1:
-        out.append("attention data parallel (attention_dp_size > 1) is not modelled")
-    if is_moe and ep > 1:
-        out.append("expert parallel (moe_ep_size > 1) is not modelled")
-    elif is_moe and dp == 1 and moe_tp != tp:
-        out.append("MoE tensor parallel differs from attention tp (not modelled)")
+    lay = aic_layout(raw)
+    tp, dp, ep, moe_tp = lay["tp"], lay["dp_attention"], lay["ep"], lay["moe_tp"]
+    out = []
+    if lay["pp"] > 1:
+        out.append(f"pipeline parallel (pp {lay['pp']}) is not modelled")
+    if not is_moe:
+        return out
+    if moe_tp * ep != tp * dp:
+        out.append(
+            f"MoE split moe_tp {moe_tp} x moe_ep {ep} differs from the stage's tp {tp} x "
+            f"attention_dp {dp} GPUs (attention DP not published, or MoE over fewer GPUs)"
+        )
+    elif dp > 1 and ep == 1:
+        out.append("attention data parallel without expert parallel is not modelled")
     return out
 
 
@@ -127,12 +175,16 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     mode = str(raw["gemm_quant_mode"]).strip()
     quant_id = AIC_QUANTS.get(mode)
     skips: list[str] = []
-    if model_id is None or model_id not in catalog.models:
+    if str(raw["model_path"]) in AIC_UNMODELLED:
+        skips.append(AIC_UNMODELLED[str(raw["model_path"])])
+    elif model_id is None or model_id not in catalog.models:
         skips.append(f"model '{raw['model_path']}' has no catalog entry")
     if gpu_id is None or gpu_id not in catalog.gpus:
         skips.append(f"system '{raw['system']}' has no catalog GPU")
     if quant_id is None:
         skips.append(f"gemm_quant_mode '{mode}' not mapped")
+    if (str(raw["model_path"]), mode) in AIC_MIXED_PRECISION:
+        skips.append(AIC_MIXED_PRECISION[(str(raw["model_path"]), mode)])
     is_moe = model_id is not None and model_id in catalog.models and catalog.model(model_id).moe
     skips += _parallel_skips(raw, bool(is_moe))
     notes = ["closed loop at concurrency batch_size"]
@@ -149,7 +201,10 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     thr = conc * osl / (ttft + (osl - 1.0) * tpot) * 1e3
     if math.isnan(ttft) and math.isnan(tpot):
         skips.append("no measured TTFT or TPOT")
-    tp = _int(raw["tp_size"])
+    lay = aic_layout(raw)
+    tp = lay["tp"]
+    if gpu_id is not None and gpu_id in catalog.gpus:
+        skips += _domain_skips(lay, catalog.gpu(gpu_id).scaleup_domain_gpus)
     return {
         "row_id": AIC_ROW_OFFSET + n,
         "source_key": aic_source_key(raw),
@@ -164,7 +219,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         "gpu_id": gpu_id,
         "quant_id": quant_id,
         "kv_dtype": kv,
-        "num_gpus": tp * _int(raw["pp_size"]),
+        "num_gpus": tp * lay["dp_attention"] * lay["pp"],
         "tp": tp,
         "layer_split": False,
         "batch": conc,
@@ -181,7 +236,19 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         "assumptions": "; ".join(notes),
         "skip_reason": "; ".join(skips),
         "metric_skips": "",
+        **{c: lay[c] for c in AIC_LAYOUT_COLUMNS},
     }
+
+
+def _domain_skips(layout: dict[str, int], domain: int) -> list[str]:
+    """Tensor parallelism must stay inside one scale-up domain (`candidates.check_tp`);
+    the published tp of some wide-EP rows spans several 8-GPU servers."""
+    if layout["tp"] <= domain:
+        return []
+    return [
+        f"tensor parallel across scale-up domains (tp {layout['tp']} > the {domain}-GPU "
+        "domain) is not modelled"
+    ]
 
 
 def load_aic_measurements(
@@ -191,7 +258,8 @@ def load_aic_measurements(
     catalog = catalog or load_catalog()
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
     rows = [_map_aic_row(n, r, catalog) for n, r in enumerate(raw.to_dict("records"), 1)]
-    frame = pd.DataFrame([{c: r[c] for c in MEASUREMENT_COLUMNS} for r in rows])
+    keep = (*MEASUREMENT_COLUMNS, *AIC_LAYOUT_COLUMNS)
+    frame = pd.DataFrame([{c: r[c] for c in keep} for r in rows])
     frame["dataset"] = "aic"
     return skip_inconsistent_series(frame)  # issue #10: rule-based data-quality filter
 

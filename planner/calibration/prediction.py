@@ -19,6 +19,7 @@ from planner.inputs.catalog import Catalog
 from planner.perf import evaluate as ev
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
+from planner.perf import sharding as sh
 from planner.perf.candidates import IDEAL, PLAIN_DECODING, GridSpec, deployment_rows
 from planner.perf.memory import PREFILL_CHUNK_TOKENS
 from planner.schema.engine import Efficiency, EngineProfile
@@ -53,28 +54,58 @@ def batch_prefill_ms(
     with B*I; weight reads, collective latencies and the overhead with the number of passes.
     For B = 1 and I <= chunk_tokens it equals `prefill_ms`. `frame` holds a grid's deployment
     and eff_* columns; batch and input_len default to its `batch` and `input_len` columns.
+
+    Layouts (issue #10, `perf.sharding`): the B prompts spread over the dp_attention ranks,
+    which prefill side by side, so the busiest rank's ceil(B / dp) prompts set the passes,
+    its dense GEMMs and its collectives; the experts see every rank's tokens of a pass, read
+    as the layout holds them (over the stage's width). Attention all-reduces run over tp;
+    MoE layers under EP add the all-to-all of the rank's tokens instead of all-reducing.
     """
     b = _col(frame, "batch") if batch is None else np.asarray(batch, dtype=float)
     i_len = _col(frame, "input_len") if input_len is None else np.asarray(input_len, float)
-    tp = _col(frame, "tp")
+    dp = _layout_col(frame, "dp_attention")
     chunk_tokens = _chunk(frame) if chunk_tokens is None else chunk_tokens
-    tokens = b * i_len
-    passes = np.maximum(np.ceil(tokens / chunk_tokens), 1.0)
-    w_bytes = passes * ev.bytes_weights_per_step(model, frame, tokens / passes) / tp
-    t_c = ev.prefill_compute_s(model, frame, i_len, b)
+    rank_prompts = np.ceil(b / dp)  # on the busiest attention rank
+    passes = np.maximum(np.ceil(rank_prompts * i_len / chunk_tokens), 1.0)
+    pass_tokens = b * i_len / passes  # over all dp ranks: what one pass's expert GEMMs see
+    all_bytes = ev.bytes_weights_per_step(model, frame, pass_tokens)
+    w_bytes = passes * _weights_per_gpu(model, frame, all_bytes, pass_tokens)
+    busy_ranks = b / rank_prompts  # dense GEMMs: the busiest rank's prompts over its tp GPUs
+    t_c = ev.prefill_compute_s(model, frame, i_len, b, attention_ranks=busy_ranks)
     t_m = rf.latency_memory(
         w_bytes, _col(frame, "bandwidth_bytes_per_s"), _col(frame, "eff_eta_mem")
     )
-    t_comm = passes * rf.latency_allreduce(
-        tp,
-        model.num_hidden_layers,
-        tokens / passes,
-        model.hidden_size,
-        _col(frame, "link_bytes_per_s"),
-        ev.collective_alpha_s(frame),
-    )
+    t_comm = passes * _pass_comm_s(model, frame, rank_prompts * i_len / passes)
     overhead = passes * _col(frame, "eff_prefill_overhead_ms")
     return (np.maximum(t_c, t_m) + t_comm) * 1e3 + overhead
+
+
+def _layout_col(frame: pd.DataFrame, name: str) -> np.ndarray:
+    """A layout column (pp, ep, dp_attention) as floats, 1 where a frame has none."""
+    return _col(frame, name) if name in frame else np.ones(len(frame))
+
+
+def _weights_per_gpu(
+    model: Model, frame: pd.DataFrame, all_bytes: np.ndarray, tokens: np.ndarray
+) -> np.ndarray:
+    """Weight bytes a GPU reads in one pass: the layout's split (`sharding`) when the frame
+    has layout columns, else the plain tensor-parallel all_bytes / tp."""
+    if all(c in frame for c in ("pp", "ep", "dp_attention", "ep_imbalance")):
+        return sh.step_weights_per_gpu(model, frame, all_bytes, tokens)
+    return all_bytes / _col(frame, "tp")
+
+
+def _pass_comm_s(model: Model, frame: pd.DataFrame, rank_tokens: np.ndarray) -> np.ndarray:
+    """Collectives of one prefill pass: two all-reduces per tensor-parallel layer over tp
+    (`sharding.allreduce_layers`: all layers at ep 1) of each attention rank's tokens, plus
+    the EP all-to-all of those tokens (`sharding.alltoall_s`, 0 at ep 1)."""
+    link, alpha = _col(frame, "link_bytes_per_s"), ev.collective_alpha_s(frame)
+    tp, d = _col(frame, "tp"), model.hidden_size
+    if "ep" not in frame:
+        return rf.latency_allreduce(tp, model.num_hidden_layers, rank_tokens, d, link, alpha)
+    layers = sh.allreduce_layers(model, frame)
+    t_ar = layers * rf.latency_allreduce(tp, 1, rank_tokens, d, link, alpha)
+    return t_ar + sh.alltoall_s(model, frame, rank_tokens / tp)
 
 
 def _chunk(frame: pd.DataFrame) -> np.ndarray:
@@ -259,9 +290,10 @@ def serving_wave_ms(
 
     B * O / (P + (O - 1) s), the throughput `predict` compares for every row, is this wave's
     output rate. Queueing for a slot is nil by construction (at most B in flight).
-    An engine that does not mix prefill into decode steps (SGLang, `_mixes_prefill` false,
-    #10) runs the wave's prefill passes first: prompt j waits out the other n - k_j passes
-    without decoding, then decodes all its tokens:
+    Under attention DP (issue #10) B is each rank's ceil(B / dp) prompts: the ranks prefill
+    side by side. An engine that does not mix prefill into decode steps (SGLang,
+    `_mixes_prefill` false, #10) runs the wave's prefill passes first: prompt j waits out
+    the other n - k_j passes without decoding, then decodes all its tokens:
 
         TPOT (no mixing) = mean_j(((n - k_j) p + (O - 1) s) / (O - 1))
     """
@@ -271,11 +303,13 @@ def serving_wave_ms(
     chunk = np.broadcast_to(_chunk(grid) if chunk_tokens is None else chunk_tokens, b.shape)
     mixes = _mixes(grid)
     total = batch_prefill_ms(model, grid, b.astype(float), i_len, chunk)
-    passes = np.maximum(np.ceil(b * i_len / chunk), 1.0)
+    # under attention DP each rank prefills its own ceil(B / dp) prompts side by side (#10)
+    rank_b = np.ceil(b / _layout_col(grid, "dp_attention")).astype(int)
+    passes = np.maximum(np.ceil(rank_b * i_len / chunk), 1.0)
     per_pass = total / passes
     ttft = np.empty(len(b))
     tpot = np.empty(len(b))
-    for n, (bb, ii, oo, nn) in enumerate(zip(b, i_len, o_len, passes, strict=True)):
+    for n, (bb, ii, oo, nn) in enumerate(zip(rank_b, i_len, o_len, passes, strict=True)):
         k = np.maximum(np.ceil(np.arange(1, bb + 1) * ii / chunk[n]), 1.0)
         ttft[n] = k.mean() * per_pass[n]
         decode = max(oo - 1.0, 1.0)
@@ -364,17 +398,33 @@ def closed_loop_ms(
     return ttft, np.asarray(core["tpot_ms"], dtype=float), rate * _col(grid, "output_len")
 
 
+def _layout(row: pd.Series) -> tuple[int, int, int]:
+    """The row's (pp, ep, dp_attention), 1 where the set publishes none (issue #10)."""
+    out = []
+    for name in ("pp", "ep", "dp_attention"):
+        value = row.get(name, 1)
+        out.append(1 if value is None or pd.isna(value) else int(value))
+    return out[0], out[1], out[2]
+
+
 def _deployment(row: pd.Series, catalog: Catalog) -> tuple[dict | None, str, str]:
     """One grid row (without batch/shape) for a measurement row, or the reason it has none."""
     model = catalog.model(row["model_id"])
     gpu = catalog.gpu(row["gpu_id"])
     tp = int(row["tp"])
+    pp, ep, dp = _layout(row)
     note = ""
     if tp > gpu.scaleup_domain_gpus:
         gpu = gpu.model_copy(update={"scaleup_domain_gpus": tp})
         note = f"tp {tp} over {gpu.interconnect} (beyond the catalog's scale-up domain)"
     spec = GridSpec(
-        gpus=[gpu], quants=[catalog.quant(row["quant_id"])], tps=[tp], kv_dtypes=[row["kv_dtype"]]
+        gpus=[gpu],
+        quants=[catalog.quant(row["quant_id"])],
+        tps=[tp],
+        kv_dtypes=[row["kv_dtype"]],
+        pps=[pp],
+        eps=[ep],
+        dp_attentions=[dp],
     )
     ok, rejected = deployment_rows(model, spec, None, ideal=True)
     if not ok:

@@ -4,11 +4,11 @@ A row is never dropped because the model misses it: only by a rule about the mea
 themselves. The one rule so far: in a closed loop, more clients in flight can only lengthen
 (or at best keep) the time between a request's output tokens, because every decode step
 carries at least as many sequences. So within one series (same source, engine, model, GPU,
-quant, TP and ISL/OSL) measured TPOT must not fall as concurrency rises by more than
-`TPOT_DROP_TOLERANCE` (measurement noise and a scheduler's batching of prefills allow a few
-per cent; across the aic set the largest fall outside the flagged series is 3%). A series that
-breaks the rule is inconsistent as a whole (which of its rows is wrong cannot be told), so every
-row of it is skipped with `NOT_MONOTONE_REASON`.
+quant, TP and ISL/OSL, and layout where the set has one) measured TPOT must not fall as
+concurrency rises by more than `TPOT_DROP_TOLERANCE` (measurement noise and a scheduler's
+batching of prefills allow a few per cent; across the aic set the largest fall outside the
+flagged series is 3%). A series that breaks the rule is inconsistent as a whole (which of its
+rows is wrong cannot be told), so every row of it is skipped with `NOT_MONOTONE_REASON`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ SERIES_KEY: tuple[str, ...] = (
     "input_len",
     "output_len",
 )
+LAYOUT_KEY: tuple[str, ...] = ("pp", "ep", "dp_attention")  # issue #10: when a set has them
 NOT_MONOTONE_REASON = (
     "series not monotone: measured TPOT falls by more than 20% as concurrency rises within "
     "its series (same source, model, GPU, quant, tp, ISL/OSL), so the series is inconsistent"
@@ -53,7 +54,8 @@ def not_monotone_series(rows: pd.DataFrame, tolerance: float = TPOT_DROP_TOLERAN
         & rows["meas_tpot"].notna()
     ]
     flagged: list = []
-    for _, series in part.groupby(list(SERIES_KEY), dropna=False):
+    key = [*SERIES_KEY, *(c for c in LAYOUT_KEY if c in rows)]  # a layout is its own series
+    for _, series in part.groupby(key, dropna=False):
         fall = largest_tpot_fall(series["batch"].to_numpy(), series["meas_tpot"].to_numpy())
         if fall > tolerance:
             flagged.extend(series.index)
