@@ -35,6 +35,14 @@ def catalog():
     return load_catalog()
 
 
+@pytest.fixture(scope="module")
+def aic(catalog):
+    """The aic silicon rows as calibration measurements, loaded once a test module."""
+    from planner import calibration as cal
+
+    return cal.load_aic_measurements(cal.AIC_CSV, catalog)
+
+
 @pytest.fixture(scope="session")
 def unhurried() -> Callable[[Scenario], Scenario]:
     """Give a scenario a generous solver time limit, so a test that needs the optimum gets

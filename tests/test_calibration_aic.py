@@ -7,18 +7,7 @@ import pytest
 
 from planner import calibration as cal
 from planner.calibration import prediction as pr
-from planner.inputs.catalog import load_catalog
 from planner.planning.estimate import EstimateRequest, closed_loop
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog()
-
-
-@pytest.fixture(scope="module")
-def aic(catalog):
-    return cal.load_aic_measurements(cal.AIC_CSV, catalog)
 
 
 def test_every_row_is_used_or_skipped_with_a_reason(aic):

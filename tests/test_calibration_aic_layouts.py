@@ -7,18 +7,7 @@ import pytest
 
 from planner import calibration as cal
 from planner.calibration.aic import aic_layout
-from planner.inputs.catalog import load_catalog
 from planner.perf import evaluate as ev
-
-
-@pytest.fixture(scope="module")
-def catalog():
-    return load_catalog()
-
-
-@pytest.fixture(scope="module")
-def aic(catalog):
-    return cal.load_aic_measurements(cal.AIC_CSV, catalog)
 
 
 def _row(aic, fragment: str):
