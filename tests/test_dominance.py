@@ -126,6 +126,16 @@ def test_leaving_out_the_dominated_keeps_the_least_cost(seed, pools):
         assert kept.cost_per_hour == pytest.approx(full.cost_per_hour, rel=1e-9)
 
 
+def _eligible(problem: FleetProblem, c: int, w: int, k: int) -> bool:
+    """The bucket rule one candidate at a time, as `disagg.pool_loads` once applied it."""
+    part = 0.0 if problem.ttft_part_ms is None else float(problem.ttft_part_ms[c, w])
+    tau = disagg._budgets(problem, w)[k]
+    if not np.isfinite(tau):
+        return True
+    sla = float(problem.ttft_sla_ms[w])  # type: ignore[index]
+    return part <= (sla - tau if problem.role[c] == "prefill" else tau) + 1e-9
+
+
 def test_eligibility_is_eligible_for_every_pool_class_and_bucket():
     problem = _pooled(7)
     table = disagg.eligibility(problem)
@@ -134,7 +144,7 @@ def test_eligibility_is_eligible_for_every_pool_class_and_bucket():
             for k in range(table.shape[2]):
                 pool = problem.role[c] != "aggregated" and problem.capacity[c, w] > 0
                 exists = k < len(disagg._budgets(problem, w))
-                want = pool and exists and disagg.eligible(problem, c, w, k)
+                want = pool and exists and _eligible(problem, c, w, k)
                 assert table[c, w, k] == want
 
 

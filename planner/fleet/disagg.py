@@ -67,21 +67,10 @@ def _budgets(problem: FleetProblem, w: int) -> tuple[float, ...]:
     return tuple(f * sla for f in DECODE_TTFT_SHARES)
 
 
-def eligible(problem: FleetProblem, c: int, w: int, k: int) -> bool:
-    """May candidate c (a pool) carry class w's flow in bucket k?"""
-    part = 0.0 if problem.ttft_part_ms is None else float(problem.ttft_part_ms[c, w])
-    tau = _budgets(problem, w)[k]
-    if not np.isfinite(tau):
-        return True
-    sla = float(problem.ttft_sla_ms[w])  # type: ignore[index]
-    role = problem.role[c]
-    return part <= (sla - tau if role == "prefill" else tau) + 1e-9
-
-
 def eligibility(problem: FleetProblem) -> np.ndarray:
-    """candidates x classes x buckets: which flow buckets each pool may carry of a class it
-    serves, as `eligible` says (all False for aggregated replicas and missing buckets); issue
-    16, for `fleet/dominance.py`."""
+    """candidates x classes x buckets: may a pool carry that class's flow in that bucket (its
+    TTFT part within the bucket's share of the SLA; all False for aggregated replicas and
+    missing buckets). The one rule for `pool_loads` and `fleet/dominance.py`."""
     n, n_classes = problem.capacity.shape
     out = np.zeros((n, n_classes, len(DECODE_TTFT_SHARES)), dtype=bool)
     role = roles_of(problem)
@@ -104,13 +93,8 @@ def pool_loads(problem: FleetProblem) -> PoolLoads:
     loads: PoolLoads = {}
     if not has_roles(problem):
         return loads
-    role = roles_of(problem)
-    for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True):
-        if role[c] == "aggregated":
-            continue
-        for k in range(len(_budgets(problem, int(w)))):
-            if eligible(problem, int(c), int(w), k):
-                loads[int(c), int(w), k] = pulp.LpVariable(f"x_load_c{c}_w{w}_k{k}", lowBound=0)
+    for c, w, k in zip(*np.nonzero(eligibility(problem)), strict=True):
+        loads[int(c), int(w), int(k)] = pulp.LpVariable(f"x_load_c{c}_w{w}_k{k}", lowBound=0)
     return loads
 
 
