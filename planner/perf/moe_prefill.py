@@ -7,16 +7,19 @@ Two terms, both zero for a dense model, so dense predictions are unchanged:
   `moe_align_block_size` pads every expert's token count up to a multiple of the kernel's
   BLOCK_SIZE_M (its buffer is `numel + E (block - 1)` rows,
   vllm/model_executor/layers/fused_moe/moe_align_block_size.py), and DeepGEMM's contiguous
-  grouped GEMM (SGLang, vLLM and TensorRT-LLM's DeepSeek path on Hopper) requires every
-  expert segment aligned to `get_mk_alignment_for_contiguous_layout()` = 128 rows. With
+  grouped GEMM (used by SGLang and vLLM for DeepSeek-style FP8 MoE on Hopper) requires every
+  expert segment aligned to `get_mk_alignment_for_contiguous_layout()`, 128 rows (its SM90
+  heuristics, csrc/jit_kernels/heuristics/sm90.hpp, as quoted by users of the kernel). With
   256 experts, top-8 and a 1,024-token prompt an expert sees about 32 tokens, so the tensor
   cores run 4x the useful rows. A pass of T tokens routes T k rows to E_t(T) touched experts
-  (`roofline.experts_touched`), m = T k / E_t a touched expert on average. An expert with
-  fewer than a tile's rows computes one tile; above that its count's remainder modulo the
-  tile is spread by routing, so on average half a tile is wasted: E_t max(BLOCK_M,
-  m + BLOCK_M / 2) rows. (The mean count rounded up, E_t BLOCK_M ceil(m / BLOCK_M), would
-  make the cost per token a sawtooth in the pass size that the real spread of counts
-  smooths out, and a larger batch could then cost less per token.)
+  (`roofline.experts_touched`), m = T k / E_t a touched expert on average. A small count
+  computes one whole tile; a larger one wastes half a tile on average, its remainder modulo
+  the tile being spread by routing: E_t max(BLOCK_M, m + BLOCK_M / 2) rows. (The two meet at
+  m = BLOCK_M / 2, so between half a tile and a tile this counts up to half a tile more than
+  one tile; with routing spread some of those experts do run two.) The mean count rounded
+  up, E_t BLOCK_M ceil(m / BLOCK_M), would make the cost per token a sawtooth in the pass
+  size that the real spread of counts smooths out, and a larger batch could then cost less
+  per token.
 * **Expert activation traffic.** The routed tokens' activations stream through HBM between
   the kernels of an MoE layer: gather into expert order, the gate/up GEMM's input and
   output, the gated activation, the down GEMM's input and output, and the weighted combine,
@@ -39,9 +42,9 @@ from planner.schema.model import Model
 
 Array = NDArray[np.float64]
 
-# Rows of a grouped-GEMM tile: DeepGEMM's contiguous-layout alignment (128, its SM90
-# heuristics) and the M of Blackwell's 1-CTA tcgen05 MMA; vLLM's tuned fused-MoE configs
-# use 64-128 at prefill sizes. 0 turns the padding term off.
+# Rows of a grouped-GEMM tile: DeepGEMM's contiguous-layout alignment (128) and the usual
+# M of a 1-CTA Hopper / Blackwell MMA tile; vLLM's BLOCK_SIZE_M is tuned per shape and not
+# modelled per engine (an assumption). 0 turns the padding term off.
 BLOCK_M = 128
 
 # Whether the expert activation traffic is counted (the experiments in
