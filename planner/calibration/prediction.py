@@ -71,7 +71,7 @@ def batch_prefill_ms(
     all_bytes = ev.bytes_weights_per_step(model, frame, pass_tokens)
     w_bytes = passes * _weights_per_gpu(model, frame, all_bytes, pass_tokens)
     busy_ranks = b / rank_prompts  # dense GEMMs: the busiest rank's prompts over its tp GPUs
-    t_c = ev.prefill_compute_s(model, frame, i_len, b, attention_ranks=busy_ranks)
+    t_c = ev.prefill_compute_s(model, frame, i_len, b, 0.0, busy_ranks, pass_tokens)
     t_m = rf.latency_memory(
         w_bytes, _col(frame, "bandwidth_bytes_per_s"), _col(frame, "eff_eta_mem")
     )

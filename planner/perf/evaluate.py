@@ -13,6 +13,7 @@ import pandas as pd
 
 from planner.perf import collectives, columns, disagg
 from planner.perf import memory as mem
+from planner.perf import moe_prefill as moe
 from planner.perf import parallel as par
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
@@ -73,23 +74,37 @@ def flops_prefill_per_request(
         input_len, cached, model.n_global_layers, model.n_sliding_layers, window
     )
     head = model.vocab_size * model.hidden_size
+    per_head, width = attention_pair_flops(model)
     return (
         2.0 * body * sp.new_prefill_tokens(input_len, cached)
         + 2.0 * head
-        + 4.0 * model.num_attention_heads * (model.head_dim * pairs)
+        + per_head * model.num_attention_heads * (width * pairs)
     )
+
+
+def attention_pair_flops(model: Model) -> tuple[float, int]:
+    """(c, w) with c h w the FLOPs of one query-key pair of prefill attention: 2 h d_qk for
+    the scores plus 2 h d_v for the values, 4 h d_h when they match. MLA prefills without
+    absorption (the latent up-projected to 128 heads of qk 192 and v 128 for DeepSeek-V3, #10),
+    so c = 2 and w = d_qk + d_v there."""
+    if model.mla is None:
+        return 4.0, model.head_dim
+    mla = model.mla
+    return 2.0, mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim
 
 
 def attention_flops_prefill(
     model: Model, input_len: np.ndarray, cached: np.ndarray | float = 0.0
 ) -> np.ndarray:
-    """The causal-attention part of `flops_prefill_per_request`: 4 h d_h x the query-key
-    pairs of the new tokens (all I when nothing is cached)."""
+    """The causal-attention part of `flops_prefill_per_request`: 4 h d_h (MLA: 2 h (d_qk +
+    d_v), `attention_pair_flops`) x the query-key pairs of the new tokens (all I when nothing
+    is cached)."""
     window = model.sliding_window.window if model.sliding_window else 0
     pairs = sp.attention_pairs_after_prefix(
         input_len, cached, model.n_global_layers, model.n_sliding_layers, window
     )
-    return 4.0 * model.num_attention_heads * (model.head_dim * pairs)
+    per_head, width = attention_pair_flops(model)
+    return per_head * model.num_attention_heads * (width * pairs)
 
 
 def prefill_compute_s(
@@ -99,20 +114,40 @@ def prefill_compute_s(
     prompts: np.ndarray | float = 1.0,
     cached: np.ndarray | float = 0.0,
     attention_ranks: np.ndarray | float = 1.0,
+    pass_tokens: np.ndarray | float | None = None,
 ) -> np.ndarray:
     """Compute time of `prompts` prefills of `input_len` tokens (`cached` of them from the
     prefix cache) per GPU: the GEMMs at the quant's peak split over the layout (`sharding`),
     attention (FlashAttention in 16-bit whatever the weights, #10) at the 16-bit peak over
-    tp x `attention_ranks` x pp, both at the prefill efficiency."""
+    tp x `attention_ranks` x pp, both at the prefill efficiency. MoE (#10, `moe_prefill`):
+    the routed GEMMs' tile padding at passes of `pass_tokens` (default: one pass of all the
+    new tokens) and the experts' activation traffic; zero for a dense model."""
     eta = _col(df, "eff_eta_compute_prefill")
     attn = prompts * attention_flops_prefill(model, input_len, cached)
     gemm = prompts * flops_prefill_per_request(model, input_len, cached) - attn
     new = prompts * sp.new_prefill_tokens(input_len, cached)
     gemm = sh.split_flops(model, df, gemm, new, attention_ranks + 0.0 * new)
     attn = attn / (_col(df, "tp") * attention_ranks * _col(df, "pp"))
-    return rf.latency_compute(gemm, _col(df, "peak_flops"), eta) + rf.latency_compute(
+    t_c = rf.latency_compute(gemm, _col(df, "peak_flops"), eta) + rf.latency_compute(
         attn, _col(df, "peak_flops_attention"), eta
     )
+    if model.moe is None:
+        return t_c
+    return t_c + moe_prefill_s(model, df, new, new if pass_tokens is None else pass_tokens)
+
+
+def moe_prefill_s(
+    model: Model, df: pd.DataFrame, tokens: np.ndarray, pass_tokens: np.ndarray | float
+) -> np.ndarray:
+    """Seconds the routed experts of `tokens` prefill tokens (passes of `pass_tokens`) add
+    per GPU beyond the roofline (#10): tile-padding FLOPs at the prefill efficiency, split
+    like the routed GEMMs, plus the activation traffic at the memory efficiency."""
+    ep, imbalance, pp = _col(df, "ep"), _col(df, "ep_imbalance"), _col(df, "pp")
+    pad = moe.padding_flops(model, tokens, pass_tokens) * imbalance / (sh.width(df) * pp)
+    t_pad = rf.latency_compute(pad, _col(df, "peak_flops"), _col(df, "eff_eta_compute_prefill"))
+    act = moe.activation_bytes_per_gpu(model, tokens, ep, sh.width(df) / ep, imbalance, pp)
+    bw, eta_mem = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")
+    return t_pad + rf.latency_memory(act, bw, eta_mem)
 
 
 def kv_pool_bytes(
@@ -321,10 +356,12 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     tp, i_len, batch = _col(df, "tp"), _col(df, "input_len"), _col(df, "batch")
     pp, dp, width = _col(df, "pp"), _col(df, "dp_attention"), sh.width(df)
     cached = _col(df, "prefix_cached_tokens")  # issue #11: prefill computes I - P tokens
-    t_c = prefill_compute_s(model, df, i_len, 1.0, cached, 1.0)
-    t_c_shared = prefill_compute_s(model, df, i_len, 1.0, cached, dp)
-    i_len = sp.new_prefill_tokens(i_len, cached)
-    chunk = np.minimum(_col(df, "eff_prefill_chunk_tokens"), batch * i_len)
+    new = sp.new_prefill_tokens(i_len, cached)
+    chunk = np.minimum(_col(df, "eff_prefill_chunk_tokens"), batch * new)
+    alone_pass = new / np.maximum(np.ceil(new / _col(df, "eff_prefill_chunk_tokens")), 1.0)
+    t_c = prefill_compute_s(model, df, i_len, 1.0, cached, 1.0, alone_pass)
+    t_c_shared = prefill_compute_s(model, df, i_len, 1.0, cached, dp, chunk)
+    i_len = new
     share = i_len / chunk  # passes this prompt accounts for: 1/B when B prompts share one
     bw, eta_mem = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_mem")
     w_alone = sh.step_weights_per_gpu(model, df, bytes_weights_per_step(model, df, i_len), i_len)
