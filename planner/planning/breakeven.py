@@ -28,6 +28,7 @@ from planner.schema.plan import ApiQuote
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
 
 SCALES = np.geomspace(1e-3, 1e3, 61)
+WALK_STEPS = 3  # steps of the break-even walk before one MIP jumps to near its end
 COST_DECIMALS = 9  # $/h: a fleet's cost, summed in any order, compared at this precision
 BREAK_EVEN_TOL = 5e-3  # relative accuracy of a break-even volume over time, and its plans' gap
 
@@ -81,7 +82,12 @@ class SelfCost:
         self.options = options
         self.cache: dict[float, float] = {}
         self.replicas: dict[float, int] = {}  # replicas of each solved scale's fleet
+        # issue 16, the exact break-even: each solved scale's fleet, and how far it carries
+        # (`reach`): the cost is that scale's on [scale, reach], with no solve
+        self.fleets: dict[float, np.ndarray] = {}
+        self.reached: dict[float, float] = {}
         self.solves = 0  # MIPs solved (the rest came from flat steps)
+        self.jumps = 0  # first-crossing MIPs (`first_crossing`)
         self._scaled: scaled.ScaledFleet | None = None
         self._lp_slope: float | None = None
 
@@ -103,6 +109,7 @@ class SelfCost:
         if sol.status == "infeasible":
             return math.inf
         self.replicas[key] = int(sol.replicas.sum())
+        self.fleets[key] = sol.replicas
         # prices have a few decimals: two fleets of equal cost are equal here, whatever order
         # their terms were summed in (a 1e-14 difference made the step walk miss a flat step)
         return round(sol.cost_per_hour, COST_DECIMALS)
@@ -125,9 +132,33 @@ class SelfCost:
         below = [k for k in self.replicas if k <= round(float(scale), 12)]
         return self.replicas[max(below)] if below else None
 
+    def reach(self, scale: float) -> float:
+        """The largest scale the fleet solved at `scale` carries (`ScaledFleet.reach`, an LP),
+        memoised; `scale` itself where no fleet was kept or the model is not the scaled one.
+        The cost is nondecreasing and that fleet stays feasible, so it is the cost up to there."""
+        key = round(float(scale), 12)
+        if key not in self.reached:
+            fleet = self.fleets.get(key)
+            ok = fleet is not None and scaled.supported(self.problem, self.options)
+            far = self._model().reach(fleet) if ok and fleet is not None else key
+            self.reached[key] = max(far, key)
+        return self.reached[key]
+
+    def first_crossing(self, slope: float, lo: float, hi: float) -> float | None:
+        """A proven lower bound on the first scale in [lo, hi] where some fleet costs at most
+        slope x scale (`ScaledFleet.first_crossing`, one MIP; inf: none there), or None where
+        the problem is not the scaled one."""
+        if not scaled.supported(self.problem, self.options):
+            return None
+        self.jumps += 1
+        return self._model().first_crossing(slope, lo, hi)
+
     def _on_flat_step(self, key: float) -> float | None:
         """The cost is nondecreasing in demand: between two known scales of equal cost it is
-        that cost, with no solve."""
+        that cost, and so it is up to where a known scale's fleet reaches; with no solve."""
+        for k, far in self.reached.items():
+            if k <= key <= far:
+                return self.cache[k]
         lo = max((k for k in self.cache if k <= key), default=None)
         hi = min((k for k in self.cache if k >= key), default=None)
         if lo is None or hi is None or self.cache[lo] != self.cache[hi]:
@@ -266,52 +297,39 @@ def _false_position(
 
 
 def break_even_scale(
-    self_cost: SelfCost, api_per_hour_at_1: float, average_factor: float, rel_tol: float = 1e-4
+    self_cost: SelfCost, api_per_hour_at_1: float, average_factor: float
 ) -> float | None:
-    """The smallest demand scale at which self-hosting costs no more than the API.
+    """The smallest demand scale in [SCALES[0], SCALES[-1]] at which self-hosting costs no
+    more than the API (None: nowhere), exactly: a walk up the fleet's cost steps.
 
-    The fleet cost is a nondecreasing step function of demand; the API's is a line through
-    zero (at the average demand). Scan a geometric grid for the first scale where
-    self-hosting wins, then walk down the flat steps: on a step of cost c the line meets it
-    at c / slope, which is exact; bisect only where the crossing sits on a step's edge.
+    Proof: the cost is nondecreasing in demand, so once a scale s costs c > slope x s every
+    scale in [s, c / slope) costs at least c and lies above the line: no crossing; the walk
+    moves to c / slope, where the line meets that cost. It stops at the first scale whose
+    cost is on or under the line, so nothing below it crosses (issue 16: the grid scan
+    skipped to the next grid point and missed windows between two). Where c / slope is
+    within reach of s's fleet (`SelfCost.reach`) the cost there is c, so it is the crossing
+    with no solve. Each step lands on a strictly dearer fleet, so the walk ends; exact for
+    the MIP's costs, which are optimal to the solver's relative gap. A walk of WALK_STEPS
+    (the line nearly parallel to the cost) jumps to a MIP's proven bound on the first
+    crossing (`SelfCost.first_crossing`): nothing crosses below it, so the proof holds.
     """
     slope = api_per_hour_at_1 * average_factor
     if slope < self_cost.lower_slope() * (1 - 1e-9):  # the line stays below every fleet
         return None
-
-    def gap(scale: float) -> float:
-        return self_cost(scale) - slope * scale
-
-    previous, skip_to = None, 0.0
-    for scale in SCALES:
-        if scale < skip_to:  # below cost(previous) / slope: no crossing, no solve
-            previous = float(scale)
-            continue
-        if gap(scale) <= 0:
-            if previous is None:
-                return float(scale)
-            return _refine(self_cost, slope, previous, float(scale), rel_tol)
-        previous, skip_to = float(scale), self_cost(scale) / slope
-    return None
-
-
-def _refine(self_cost: SelfCost, slope: float, lo: float, hi: float, rel_tol: float) -> float:
-    """The first crossing in (lo, hi], given gap(lo) > 0 >= gap(hi)."""
-    while True:
-        meet = self_cost(hi) / slope  # where the line meets the step that hi stands on
-        if meet <= lo or meet >= hi:
-            break
-        if self_cost(meet) < self_cost(hi):  # a lower step before hi: walk down to it
-            hi = meet
-            continue
-        hi = meet  # flat from meet to hi and the line is above it from meet on: exact
-        if self_cost(lo) - slope * lo > 0 and self_cost(meet) <= slope * meet:
+    scale, top, steps = float(SCALES[0]), float(SCALES[-1]), 0
+    while scale <= top:
+        meet = self_cost(scale) / slope  # where the line meets this scale's cost
+        if meet <= scale:  # the cost here is on or under the line
+            return scale
+        if not math.isfinite(meet):  # no fleet from here on (an inventory limit)
+            return None
+        if meet <= self_cost.reach(scale) and meet <= top:  # the same fleet carries `meet`
             return meet
-        break
-    while hi - lo > rel_tol * hi:  # the crossing is at a step's edge
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if self_cost(mid) <= slope * mid else (mid, hi)
-    return hi
+        scale, steps = meet, steps + 1
+        if steps == WALK_STEPS and scale <= top:  # a long walk: one MIP jumps to its end
+            bound = self_cost.first_crossing(slope, scale, top)
+            scale = scale if bound is None else max(scale, bound)
+    return None
 
 
 def compare(
