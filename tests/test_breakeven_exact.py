@@ -5,8 +5,10 @@ reported a later crossing: agent against DeepInfra, 59.9 req/s where 3.24 wins).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ from planner.fleet import scaled
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.fleet.synthetic import synthetic_problem
-from planner.planning.breakeven import SCALES, SelfCost, break_even_scale
+from planner.planning.breakeven import SCALES, SelfCost, break_even_over_time, break_even_scale
 
 EXACT = SolverOptions(time_limit_s=600, relative_gap=0.0)
 
@@ -200,3 +202,58 @@ def test_reach_is_the_largest_scale_the_fleet_carries():
     assert fleet.reach(np.array([0, 14])) == pytest.approx(2.0, rel=1e-5)
     assert fleet.reach(np.array([3, 14])) == pytest.approx(15.5 / 7, rel=1e-5)
     assert fleet.reach(np.array([3, 14])) <= 15.5 / 7  # claims a little less, never more
+
+
+AGENT_DEEPINFRA_BRUTE = 3.23761  # req/s, benchmarks/breakeven_first_crossing.py agent
+
+
+def test_agent_against_deepinfra_breaks_even_where_the_brute_force_does(catalog):
+    """`planner compare scenarios/agent.yaml --json`: self-hosting first wins against DeepInfra
+    at 3.2376 req/s (the brute force's value), where the two-replica fleet ($6.90/h) meets
+    DeepInfra's $0.000592 a request; the grid scan reported 59.9 req/s."""
+    from click.testing import CliRunner
+
+    from planner import load_scenario, plan
+    from planner.cli import cli
+
+    path = str(Path(__file__).resolve().parent.parent / "scenarios" / "agent.yaml")
+    out = CliRunner().invoke(cli, ["compare", path, "--json", "--no-plot"], obj={})
+    assert out.exit_code == 0, out.output
+    row = next(a for a in json.loads(out.output)["apis"] if a["provider"] == "DeepInfra")
+    found = row["break_even_peak_requests_per_s"]
+    assert found == pytest.approx(AGENT_DEEPINFRA_BRUTE, rel=2e-6)
+    per_hour = row["api_cost_per_request_usd"] * 3600  # $/h per req/s
+    assert found == pytest.approx(6.90 / per_hour, rel=1e-9)
+    scenario, cat = load_scenario(path, catalog)
+    result = plan(scenario, cat)
+    cost = SelfCost(result.problem, EXACT)  # fresh MIPs either side of the window's start
+    total = result.total_requests_per_s
+    assert cost._solve(found / total) == pytest.approx(6.90)
+    assert cost._solve(found * (1 - 1e-6) / total) > per_hour * found * (1 - 1e-6)
+
+
+class TimeSteps(Steps):
+    """`Steps` as a plan over time's cost: the over-time walk counts a walk cut short."""
+
+    walked_out = 0
+
+
+def test_over_time_the_walk_finds_the_window_the_grid_scan_missed():
+    """The hand-made steps of the steady test, as a plan over time's $ a month: 10 / 96."""
+    cost = TimeSteps([0.105, 1e4], [10.0, 20.0])
+    assert break_even_over_time(cost, 96.0) == pytest.approx(10 / 96, rel=1e-12)  # type: ignore[arg-type]
+    assert cost.walked_out == 0
+
+
+def test_over_time_a_long_walk_hands_over_to_the_grid_scan_and_says_so():
+    """Steps of 0.01 in scale, $3 + 0.9 k on the k-th, against $100 per unit of scale: the
+    line first reaches a step before its end at k = 20 (3 + 18 <= 21), and the walk climbs
+    k = 0, 2, 4.8, 7.3, ... more steps than WALK_PLANS; the grid scan's volume is still a
+    crossing, no earlier than the first, and the hand-over is counted."""
+    edges = [0.01 * (k + 1) for k in range(200)]
+    costs = [3.0 + 0.9 * k for k in range(200)]
+    cost = TimeSteps(edges, costs)
+    found = break_even_over_time(cost, 100.0)  # type: ignore[arg-type]
+    assert found is not None and cost(found) <= 100.0 * found * (1 + 1e-12)
+    assert cost.walked_out == 1
+    assert found >= cost.expected(100.0)  # type: ignore[operator]
