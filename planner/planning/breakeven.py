@@ -28,7 +28,9 @@ from planner.schema.plan import ApiQuote
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
 
 SCALES = np.geomspace(1e-3, 1e3, 61)
-WALK_STEPS = 3  # steps of the break-even walk before one MIP jumps to near its end
+WALK_STEPS = 6  # steps of the break-even walk before one MIP jumps to near its end (each
+# jump MIP costs a few walk steps: agent 70 ms against 20 ms, and its walks take 2-4 steps)
+EDGE_MARGIN = 1e-5  # the walk probes this far past where the line meets a cost (relative)
 WALK_PLANS = 8  # plans over time the break-even walk solves before the grid scan answers
 COST_DECIMALS = 9  # $/h: a fleet's cost, summed in any order, compared at this precision
 BREAK_EVEN_TOL = 5e-3  # the relative gap the break-even plans over time are solved to
@@ -334,26 +336,32 @@ def break_even_scale(
     skipped to the next grid point and missed windows between two). Where c / slope is
     within reach of s's fleet (`SelfCost.reach`) the cost there is c, so it is the crossing
     with no solve. Each step lands on a strictly dearer fleet, so the walk ends; exact for
-    the MIP's costs, which are optimal to the solver's relative gap. A walk of WALK_STEPS
+    the MIP's costs, which are optimal to the solver's relative gap, to EDGE_MARGIN (each
+    step probes that far past c / slope, beyond the MIP's feasibility tolerance at a step's
+    edge, and a crossing inside that sliver is reported at its end). A walk of WALK_STEPS
     (the line nearly parallel to the cost) jumps to a MIP's proven bound on the first
     crossing (`SelfCost.first_crossing`): nothing crosses below it, so the proof holds.
     """
     slope = api_per_hour_at_1 * average_factor
     if slope < self_cost.lower_slope() * (1 - 1e-9):  # the line stays below every fleet
         return None
-    scale, top, steps = float(SCALES[0]), float(SCALES[-1]), 0
-    while scale <= top:
+    since = scale = float(SCALES[0])  # nothing below `since` crosses; `scale` is probed
+    top, steps = float(SCALES[-1]), 0
+    while since <= top:
         meet = self_cost(scale) / slope  # where the line meets this scale's cost
-        if meet <= scale:  # the cost here is on or under the line
-            return scale
+        if meet <= scale:  # on or under the line here: the crossing is in [since, meet]
+            return max(since, meet)
         if not math.isfinite(meet):  # no fleet from here on (an inventory limit)
             return None
         if meet <= self_cost.reach(scale) and meet <= top:  # the same fleet carries `meet`
             return meet
-        scale, steps = meet, steps + 1
-        if steps == WALK_STEPS and scale <= top:  # a long walk: one MIP jumps to its end
-            bound = self_cost.first_crossing(slope, scale, top)
-            scale = scale if bound is None else max(scale, bound)
+        since, steps = meet, steps + 1
+        if steps == WALK_STEPS and since <= top:  # a long walk: one MIP jumps to its end
+            bound = self_cost.first_crossing(slope, since, top)
+            since = since if bound is None else max(since, bound)
+        # probed a little past `since`: a MIP at a step's very edge may take a fleet that
+        # carries it only to the solver's feasibility tolerance (the line at the LP slope)
+        scale = since * (1 + EDGE_MARGIN)
     return None
 
 
