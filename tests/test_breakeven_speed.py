@@ -1,5 +1,6 @@
 """Issue 16: the steady break-even search skips solves by two exact shortcuts (a closed-form
-LP slope no fleet beats; cost nondecreasing in demand), and finds what the full scan found."""
+LP slope no fleet beats; cost nondecreasing in demand), and crosses no later than the full
+grid scan (which missed windows between grid points: test_breakeven_exact.py)."""
 
 from __future__ import annotations
 
