@@ -110,6 +110,7 @@ class _Known(SelfCost):
     def __init__(self, per_scale: float) -> None:
         self.cache, self.replicas, self.solves, self.per_scale = {}, {}, 0, per_scale
         self._scaled, self._lp_slope = None, None
+        self.fleets, self.reached = {}, {}  # no fleets kept: no reach
 
     def _solve(self, key: float) -> float:
         self.replicas[key] = int(np.ceil(self.per_scale * key))

@@ -189,11 +189,11 @@ def test_break_even_hand_computed():
     quote = ApiQuote("p", "m", 1.0, 10.0, 0, 0, 0, "test", "2026")
     per_request = api_cost_per_request(quote, 1000, 100)
     assert per_request == pytest.approx(0.002)
-    scale = break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 1.0, rel_tol=1e-7)
+    scale = break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 1.0)
     assert scale == pytest.approx(10 / 7.2, rel=1e-5)
     # with a profile averaging 80% of the peak the API bill is 5.76 $/h per peak req/s: the
     # one-replica fleet breaks even at 10 / 5.76 = 1.736 req/s
-    scale = break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 0.8, rel_tol=1e-7)
+    scale = break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 0.8)
     assert scale == pytest.approx(10 / 5.76, rel=1e-5)
     # averaging half the peak, the API (3.6 $/h per req/s) always beats $5 per req/s of fleet
     assert break_even_scale(SelfCost(problem, OPTIONS), per_request * 3600, 0.5) is None

@@ -23,6 +23,7 @@ from planner.fleet.solver import Model, SolverOptions, solve
 from planner.fleet.steady import FleetProblem, build_lp
 
 LP_MARGIN = 1e-6  # an LP optimum is exact to the simplex's tolerances: claim a little less
+REACH_CAP = 1e9  # a fixed fleet's largest scale is sought below this (no demand: unbounded)
 
 
 def supported(problem: FleetProblem, options: SolverOptions) -> bool:
@@ -92,6 +93,80 @@ class ScaledFleet:
         chosen = np.rint(outcome.values[self.replica_cols]).astype(np.int64)
         cost = float(np.dot(self.problem.cost_per_hour, chosen))
         return ScaledSolution(outcome.status, chosen, cost)
+
+    def reach(self, replicas: np.ndarray) -> float:
+        """The largest multiple of the demand that the fleet `replicas` carries (issue 16, the
+        exact break-even): an LP over the loads with the fleet fixed and the scale a column.
+        Every row but the demand rows is homogeneous in the loads and the fixed replicas
+        (capacity, pool balance, inventory, floor), so the scales it carries are [0, reach]."""
+        m, s = self.model, self.model.n_cols  # the scale is the new last column
+        cost = np.zeros(s + 1)
+        cost[s] = -1.0  # maximise the scale
+        fixed = np.asarray(replicas, dtype=float)
+        lower, upper = np.append(m.lower, 0.0), np.append(m.upper, REACH_CAP)
+        lower[self.replica_cols] = fixed
+        upper[self.replica_cols] = fixed
+        row_lower, row_upper = m.row_lower.copy(), m.row_upper.copy()
+        row_lower[self.demand_rows] = 0.0  # served - demand x scale = 0
+        row_upper[self.demand_rows] = 0.0
+        model = replace(
+            m,
+            cost=cost,
+            lower=lower,
+            upper=upper,
+            integer=np.zeros(s + 1, dtype=bool),
+            rows=np.append(m.rows, self.demand_rows),
+            cols=np.append(m.cols, np.full(len(self.demand_rows), s)),
+            values=np.append(m.values, -self.problem.demand),
+            row_lower=row_lower,
+            row_upper=row_upper,
+            start=None,
+        )
+        outcome = solve(model, self.options)
+        if outcome.status != "optimal" or outcome.values is None:
+            return 0.0  # claims no scale: the caller solves where it would have looked
+        return float(outcome.values[s]) * (1 - LP_MARGIN)
+
+    def first_crossing(self, slope: float, lo: float, hi: float) -> float:
+        """A proven lower bound on the least scale in [lo, hi] at which some fleet carries the
+        demand x scale for at most slope x scale $/h (inf: none does), from one MIP with the
+        scale a column: min s subject to the fleet's rows, demand x s served and cost <= slope
+        x s. Replicas stay under `at(hi)`'s bounds: a fleet optimal at s <= hi fits them."""
+        m, s = self.model, self.model.n_cols
+        cost = np.zeros(s + 1)
+        cost[s] = 1.0  # minimise the scale
+        lower, upper = np.append(m.lower, lo), np.append(m.upper, hi)
+        upper[self.replica_cols] = np.ceil(self.need * hi) + self.floor
+        row_lower = np.append(m.row_lower, -math.inf)
+        row_upper = np.append(m.row_upper, 0.0)  # cost - slope x s <= 0
+        row_lower[self.demand_rows] = 0.0  # served - demand x s = 0
+        row_upper[self.demand_rows] = 0.0
+        budget = np.full(len(self.replica_cols) + 1, m.n_rows)
+        model = replace(
+            m,
+            cost=cost,
+            lower=lower,
+            upper=upper,
+            integer=np.append(m.integer, False),
+            rows=np.concatenate([m.rows, self.demand_rows, budget]),
+            cols=np.concatenate(
+                [m.cols, np.full(len(self.demand_rows), s), self.replica_cols, [s]]
+            ),
+            values=np.concatenate(
+                [m.values, -self.problem.demand, self.problem.cost_per_hour, [-slope]]
+            ),
+            row_lower=row_lower,
+            row_upper=row_upper,
+            start=None,
+            sub_mips=False,
+            restarts=False,
+        )
+        outcome = solve(model, self.options)
+        if outcome.status == "infeasible":
+            return math.inf
+        if outcome.status == "none" or not math.isfinite(outcome.bound):
+            return lo  # proves nothing: the caller walks on from lo
+        return max(lo, float(outcome.bound) * (1 - LP_MARGIN))
 
     def lp_slope(self) -> float:
         """$/h per unit of scale that no fleet beats: the LP relaxation at scale 1 on the cost

@@ -28,8 +28,12 @@ from planner.schema.plan import ApiQuote
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
 
 SCALES = np.geomspace(1e-3, 1e3, 61)
+WALK_STEPS = 6  # steps of the break-even walk before one MIP jumps to near its end (each
+# jump MIP costs a few walk steps: agent 70 ms against 20 ms, and its walks take 2-4 steps)
+EDGE_MARGIN = 1e-5  # the walk probes this far past where the line meets a cost (relative)
+WALK_PLANS = 8  # plans over time the break-even walk solves before the grid scan answers
 COST_DECIMALS = 9  # $/h: a fleet's cost, summed in any order, compared at this precision
-BREAK_EVEN_TOL = 5e-3  # relative accuracy of a break-even volume over time, and its plans' gap
+BREAK_EVEN_TOL = 5e-3  # the relative gap the break-even plans over time are solved to
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,12 @@ class SelfCost:
         self.options = options
         self.cache: dict[float, float] = {}
         self.replicas: dict[float, int] = {}  # replicas of each solved scale's fleet
+        # issue 16, the exact break-even: each solved scale's fleet, and how far it carries
+        # (`reach`): the cost is that scale's on [scale, reach], with no solve
+        self.fleets: dict[float, np.ndarray] = {}
+        self.reached: dict[float, float] = {}
         self.solves = 0  # MIPs solved (the rest came from flat steps)
+        self.jumps = 0  # first-crossing MIPs (`first_crossing`)
         self._scaled: scaled.ScaledFleet | None = None
         self._lp_slope: float | None = None
 
@@ -103,6 +112,7 @@ class SelfCost:
         if sol.status == "infeasible":
             return math.inf
         self.replicas[key] = int(sol.replicas.sum())
+        self.fleets[key] = sol.replicas
         # prices have a few decimals: two fleets of equal cost are equal here, whatever order
         # their terms were summed in (a 1e-14 difference made the step walk miss a flat step)
         return round(sol.cost_per_hour, COST_DECIMALS)
@@ -125,9 +135,33 @@ class SelfCost:
         below = [k for k in self.replicas if k <= round(float(scale), 12)]
         return self.replicas[max(below)] if below else None
 
+    def reach(self, scale: float) -> float:
+        """The largest scale the fleet solved at `scale` carries (`ScaledFleet.reach`, an LP),
+        memoised; `scale` itself where no fleet was kept or the model is not the scaled one.
+        The cost is nondecreasing and that fleet stays feasible, so it is the cost up to there."""
+        key = round(float(scale), 12)
+        if key not in self.reached:
+            fleet = self.fleets.get(key)
+            ok = fleet is not None and scaled.supported(self.problem, self.options)
+            far = self._model().reach(fleet) if ok and fleet is not None else key
+            self.reached[key] = max(far, key)
+        return self.reached[key]
+
+    def first_crossing(self, slope: float, lo: float, hi: float) -> float | None:
+        """A proven lower bound on the first scale in [lo, hi] where some fleet costs at most
+        slope x scale (`ScaledFleet.first_crossing`, one MIP; inf: none there), or None where
+        the problem is not the scaled one."""
+        if not scaled.supported(self.problem, self.options):
+            return None
+        self.jumps += 1
+        return self._model().first_crossing(slope, lo, hi)
+
     def _on_flat_step(self, key: float) -> float | None:
         """The cost is nondecreasing in demand: between two known scales of equal cost it is
-        that cost, with no solve."""
+        that cost, and so it is up to where a known scale's fleet reaches; with no solve."""
+        for k, far in self.reached.items():
+            if k <= key <= far:
+                return self.cache[k]
         lo = max((k for k in self.cache if k <= key), default=None)
         hi = min((k for k in self.cache if k >= key), default=None)
         if lo is None or hi is None or self.cache[lo] != self.cache[hi]:
@@ -188,6 +222,7 @@ class TimeSelfCost:
         self.options = replace(options, relative_gap=max(options.relative_gap, BREAK_EVEN_TOL))
         self.cache: dict[float, float] = {}
         self.stopped = 0  # solves that ended at the time limit (incumbent, not proven)
+        self.walked_out = 0  # break-even volumes the grid scan found after WALK_PLANS plans
         self.seconds = 0.0  # spent in those solves
 
     def __call__(self, scale: float) -> float:
@@ -221,25 +256,48 @@ class TimeSelfCost:
 def break_even_over_time(
     self_cost: TimeSelfCost, api_monthly_at_1: float, rel_tol: float = BREAK_EVEN_TOL
 ) -> float | None:
-    """The smallest demand scale at which the plan over time costs no more than the API.
+    """The smallest demand scale at which the plan over time costs no more than the API: the
+    walk of `break_even_scale` on the plans' costs (each solved to BREAK_EVEN_TOL), for at
+    most WALK_PLANS plans, then the grid scan from where the walk stopped.
 
-    The grid scan of `break_even_scale`, with two exact shortcuts that keep the number of
-    (slower) plans over time small: no crossing when the API's slope is below the LP's
-    (`TimeSelfCost.lower_slope`), and, the cost being nondecreasing in the scale, a scale
-    whose cost c lies above the API skips every grid point below c / slope."""
+    No crossing when the API's slope is below the LP's (`TimeSelfCost.lower_slope`). The cost
+    is nondecreasing in the scale, so a scale s costing c above the line leaves every scale in
+    [s, c / slope) above it too, and the walk moves there; where it stops at a scale whose
+    plan costs no more than the API, that is the first crossing (issue 16: the grid scan
+    skipped to the next grid point, and false position took a later crossing in its
+    bracket: diurnal-chatbot against AWS Bedrock, 2.723 req/s where 2.666 wins). A line
+    nearly parallel to the cost makes the walk long (owned-fleet against OpenRouter: 124
+    plans, 45 s); past WALK_PLANS the grid scan answers, and `walked_out` counts it."""
     slope = api_monthly_at_1
     if slope <= self_cost.lower_slope():
         return None
-    previous, skip_to = None, 0.0
-    for scale in SCALES:
+    scale, top = float(SCALES[0]), float(SCALES[-1])
+    for _ in range(WALK_PLANS):
+        if scale > top:
+            return None
+        meet = self_cost(scale) / slope
+        if meet <= scale:
+            return scale
+        if not math.isfinite(meet):
+            return None
+        scale = meet
+    self_cost.walked_out += 1
+    return _grid_scan(self_cost, slope, scale, rel_tol)
+
+
+def _grid_scan(self_cost: TimeSelfCost, slope: float, start: float, rel_tol: float) -> float | None:
+    """A crossing above `start` (none below it): the grid points above it in turn, skipping
+    those below cost / slope, then false position in the first bracket that crosses."""
+    previous, skip_to = start, start
+    for scale in (start, *(float(s) for s in SCALES if s > start)):
         if scale < skip_to:
             continue
-        cost = self_cost(float(scale))
+        cost = self_cost(scale)
         if cost <= slope * scale:
-            if previous is None:
-                return float(scale)
-            return _false_position(self_cost, slope, previous, float(scale), rel_tol)
-        previous, skip_to = float(scale), cost / slope
+            if scale == start:
+                return scale
+            return _false_position(self_cost, slope, previous, scale, rel_tol)
+        previous, skip_to = scale, cost / slope
     return None
 
 
@@ -266,52 +324,45 @@ def _false_position(
 
 
 def break_even_scale(
-    self_cost: SelfCost, api_per_hour_at_1: float, average_factor: float, rel_tol: float = 1e-4
+    self_cost: SelfCost, api_per_hour_at_1: float, average_factor: float
 ) -> float | None:
-    """The smallest demand scale at which self-hosting costs no more than the API.
+    """The smallest demand scale in [SCALES[0], SCALES[-1]] at which self-hosting costs no
+    more than the API (None: nowhere), exactly: a walk up the fleet's cost steps.
 
-    The fleet cost is a nondecreasing step function of demand; the API's is a line through
-    zero (at the average demand). Scan a geometric grid for the first scale where
-    self-hosting wins, then walk down the flat steps: on a step of cost c the line meets it
-    at c / slope, which is exact; bisect only where the crossing sits on a step's edge.
+    Proof: the cost is nondecreasing in demand, so once a scale s costs c > slope x s every
+    scale in [s, c / slope) costs at least c and lies above the line: no crossing; the walk
+    moves to c / slope, where the line meets that cost. It stops at the first scale whose
+    cost is on or under the line, so nothing below it crosses (issue 16: the grid scan
+    skipped to the next grid point and missed windows between two). Where c / slope is
+    within reach of s's fleet (`SelfCost.reach`) the cost there is c, so it is the crossing
+    with no solve. Each step lands on a strictly dearer fleet, so the walk ends; exact for
+    the MIP's costs, which are optimal to the solver's relative gap, to EDGE_MARGIN (each
+    step probes that far past c / slope, beyond the MIP's feasibility tolerance at a step's
+    edge, and a crossing inside that sliver is reported at its end). A walk of WALK_STEPS
+    (the line nearly parallel to the cost) jumps to a MIP's proven bound on the first
+    crossing (`SelfCost.first_crossing`): nothing crosses below it, so the proof holds.
     """
     slope = api_per_hour_at_1 * average_factor
     if slope < self_cost.lower_slope() * (1 - 1e-9):  # the line stays below every fleet
         return None
-
-    def gap(scale: float) -> float:
-        return self_cost(scale) - slope * scale
-
-    previous, skip_to = None, 0.0
-    for scale in SCALES:
-        if scale < skip_to:  # below cost(previous) / slope: no crossing, no solve
-            previous = float(scale)
-            continue
-        if gap(scale) <= 0:
-            if previous is None:
-                return float(scale)
-            return _refine(self_cost, slope, previous, float(scale), rel_tol)
-        previous, skip_to = float(scale), self_cost(scale) / slope
-    return None
-
-
-def _refine(self_cost: SelfCost, slope: float, lo: float, hi: float, rel_tol: float) -> float:
-    """The first crossing in (lo, hi], given gap(lo) > 0 >= gap(hi)."""
-    while True:
-        meet = self_cost(hi) / slope  # where the line meets the step that hi stands on
-        if meet <= lo or meet >= hi:
-            break
-        if self_cost(meet) < self_cost(hi):  # a lower step before hi: walk down to it
-            hi = meet
-            continue
-        hi = meet  # flat from meet to hi and the line is above it from meet on: exact
-        if self_cost(lo) - slope * lo > 0 and self_cost(meet) <= slope * meet:
+    since = scale = float(SCALES[0])  # nothing below `since` crosses; `scale` is probed
+    top, steps = float(SCALES[-1]), 0
+    while since <= top:
+        meet = self_cost(scale) / slope  # where the line meets this scale's cost
+        if meet <= scale:  # on or under the line here: the crossing is in [since, meet]
+            return max(since, meet)
+        if not math.isfinite(meet):  # no fleet from here on (an inventory limit)
+            return None
+        if meet <= self_cost.reach(scale) and meet <= top:  # the same fleet carries `meet`
             return meet
-        break
-    while hi - lo > rel_tol * hi:  # the crossing is at a step's edge
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if self_cost(mid) <= slope * mid else (mid, hi)
-    return hi
+        since, steps = meet, steps + 1
+        if steps == WALK_STEPS and since <= top:  # a long walk: one MIP jumps to its end
+            bound = self_cost.first_crossing(slope, since, top)
+            since = since if bound is None else max(since, bound)
+        # probed a little past `since`: a MIP at a step's very edge may take a fleet that
+        # carries it only to the solver's feasibility tolerance (the line at the LP slope)
+        scale = since * (1 + EDGE_MARGIN)
+    return None
 
 
 def compare(
@@ -547,11 +598,22 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
 
 
 def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:
-    """Say how many of the break-even plans over time stopped at the time limit."""
-    if cost is None or not cost.stopped:
+    """Say how many of the break-even plans over time stopped at the time limit, and how many
+    volumes the grid scan found once the walk ran long (an earlier crossing may exist)."""
+    if cost is None:
         return ()
-    return (
-        f"{cost.stopped} of {len(cost.cache)} break-even plans over time stopped at the "
-        f"solver's limit ({cost.options.max_nodes} nodes or {cost.options.time_limit_s:g} s): "
-        "their cost is the best plan found, not proven optimal (raise solver.max_nodes)",
-    )
+    notes = []
+    if cost.stopped:
+        notes.append(
+            f"{cost.stopped} of {len(cost.cache)} break-even plans over time stopped at the "
+            f"solver's limit ({cost.options.max_nodes} nodes or "
+            f"{cost.options.time_limit_s:g} s): their cost is the best plan found, not proven "
+            "optimal (raise solver.max_nodes)"
+        )
+    if cost.walked_out:
+        notes.append(
+            f"{cost.walked_out} break-even volume(s) over time from the grid scan after "
+            f"{WALK_PLANS} plans of the exact walk (the API's line runs close to the plan's "
+            "cost): a crossing at a lower volume may exist"
+        )
+    return tuple(notes)
