@@ -15,6 +15,7 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
 
     python benchmarks/accuracy.py              # score the shipped profiles, cross-validate
     python benchmarks/accuracy.py --write      # refit, rewrite catalogs/engines/*.yaml first
+    python benchmarks/accuracy.py --write --write-only vllm --no-cv   # refit one recipe
     python benchmarks/accuracy.py --no-cv      # in-sample only (seconds, not minutes)
     python benchmarks/accuracy.py --jobs 2     # cross-validation folds in 2 processes
     python benchmarks/accuracy.py --folds leave-one-model-out,leave-one-GPU-family-out
@@ -97,10 +98,12 @@ def profiles(catalog) -> dict:
     return out
 
 
-def refit_and_write(rows: pd.DataFrame, catalog, today: str) -> None:
-    """Refit every recipe and rewrite catalogs/engines/<id>.yaml."""
+def refit_and_write(
+    rows: pd.DataFrame, catalog, today: str, only: tuple[str, ...] | None = None
+) -> None:
+    """Refit every recipe (or those in `only`) and rewrite catalogs/engines/<id>.yaml."""
     print("Refitting the shipped profiles ...")
-    fitted = cal.fit_shipped_profiles(rows, catalog, today)
+    fitted = cal.fit_shipped_profiles(rows, catalog, today, only=only)
     for rid, (profile, report) in fitted.items():
         path = cal.write_profile(profile, ENGINE_DIR / f"{rid}.yaml", HEADER.format(id=rid))
         rep = report["default"]
@@ -196,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     """Score, cross-validate, print the README tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="refit and rewrite the profiles")
+    parser.add_argument(
+        "--write-only",
+        default="",
+        help="with --write: comma-separated recipes to refit (default every recipe)",
+    )
     parser.add_argument("--no-cv", action="store_true", help="in-sample errors only")
     parser.add_argument("--jobs", type=int, default=1, help="processes for the CV folds")
     parser.add_argument("--starts", type=int, default=1, help="starts per CV fit")
@@ -216,7 +224,10 @@ def main(argv: list[str] | None = None) -> int:
     catalog = load_catalog()
     rows = load(catalog)
     if args.write:
-        refit_and_write(rows, catalog, dt.date.today().isoformat())
+        only = tuple(r.strip() for r in args.write_only.split(",") if r.strip()) or None
+        if only and (bad := [r for r in only if r not in cal.RECIPES]):
+            parser.error(f"--write-only: unknown {bad}; allowed: {', '.join(cal.RECIPES)}")
+        refit_and_write(rows, catalog, dt.date.today().isoformat(), only)
         catalog = load_catalog()
     print("# Performance-model accuracy on data/calibration/{measured_public,aic_silicon_public}")
     report_rows(rows)

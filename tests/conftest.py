@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable
@@ -63,3 +64,21 @@ def umask_022():
         yield 0o644
     finally:
         os.umask(old)
+
+
+@pytest.fixture(scope="session")
+def no_step_cost() -> Callable:
+    """A catalog copy whose vLLM profile has no fixed decode step cost (main's Hopper fit
+    before issue #10 t10v): fast-chat's draft speculation pays there, not with the shipped
+    2.7 ms step that each draft step pays."""
+
+    def apply(cat):
+        eng = cat.engines["vllm"]
+        zero = {"step_overhead_ms": 0.0}
+        families = {k: v.model_copy(update=zero) for k, v in eng.families.items()}
+        eng = eng.model_copy(
+            update={"default": eng.default.model_copy(update=zero), "families": families}
+        )
+        return dataclasses.replace(cat, engines={**cat.engines, "vllm": eng})
+
+    return apply

@@ -74,7 +74,7 @@ def test_pools_over_time_are_offered_as_units_and_never_cost_more(tmp_path, unhu
     assert plans["auto"].over_time.solution.total_cost < aggregated  # and here it pays
 
 
-def _fast_chat_over_time(tmp_path, unhurried, speculative):
+def _fast_chat_over_time(tmp_path, unhurried, speculative, no_step_cost):
     data = yaml.safe_load((ROOT / "scenarios" / "fast-chat.yaml").read_text())
     data["finance"] = yaml.safe_load((ROOT / "scenarios" / "diurnal-chatbot.yaml").read_text())[
         "finance"
@@ -83,12 +83,13 @@ def _fast_chat_over_time(tmp_path, unhurried, speculative):
     path = tmp_path / f"fast-{'-'.join(speculative)}.yaml"
     path.write_text(yaml.safe_dump(data))
     scenario, catalog = load_scenario(str(path), catalog=load_catalog())
-    return plan(unhurried(scenario), catalog, comparisons=False)
+    # draft speculation pays for fast-chat without vLLM's step cost (conftest.no_step_cost)
+    return plan(unhurried(scenario), no_step_cost(catalog), comparisons=False)
 
 
-def test_speculation_is_a_candidate_over_time(tmp_path, unhurried):
-    on = _fast_chat_over_time(tmp_path, unhurried, ["off", "draft"])
-    off = _fast_chat_over_time(tmp_path, unhurried, ["off"])
+def test_speculation_is_a_candidate_over_time(tmp_path, unhurried, no_step_cost):
+    on = _fast_chat_over_time(tmp_path, unhurried, ["off", "draft"], no_step_cost)
+    off = _fast_chat_over_time(tmp_path, unhurried, ["off"], no_step_cost)
     assert (on.offered.keys["speculative"] == "draft").any()
     # the draft halves the steady fleet (fast-chat), and the plan over time follows
     assert on.over_time.solution.total_cost < off.over_time.solution.total_cost

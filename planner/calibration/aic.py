@@ -28,7 +28,12 @@ Assumptions (repeated in each row's `assumptions`):
 * attention_dp_size / moe_tp_size / moe_ep_size of 0 or blank mean unset (1).
 
 Data quality (`calibration.quality`): a series (source, model, GPU, quant, tp, ISL/OSL) whose
-measured TPOT falls by more than 20% as concurrency rises is skipped as inconsistent.
+measured TPOT falls by more than 20% as concurrency rises is skipped as inconsistent, and a
+measurement listed twice is counted once. Hardware bounds (`calibration.bounds`, t10v): a
+campaign with a row needing more than 80% of the dense peak in linear-layer FLOPs is skipped,
+and a campaign with a TPOT below the HBM floor at the assumed KV dtype gets FP8 KV. Campaigns
+the same checkpoint on the same GPU in another engine contradicts keep their evidence in
+`AIC_CONTRADICTED`.
 """
 
 from __future__ import annotations
@@ -39,13 +44,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from planner.calibration.bounds import infer_fp8_kv, skip_beyond_compute
 from planner.calibration.measurements import (
     DATA_DIR,
     DEFAULT_CSV,
     MEASUREMENT_COLUMNS,
     load_measurements,
 )
-from planner.calibration.quality import skip_inconsistent_series
+from planner.calibration.quality import skip_duplicates, skip_inconsistent_series
 from planner.inputs.catalog import Catalog, load_catalog
 
 AIC_CSV = DATA_DIR / "calibration" / "aic_silicon_public.csv"
@@ -90,6 +96,16 @@ AIC_MIXED_PRECISION: dict[tuple[str, str], str] = {
     ("moonshotai/Kimi-K2.5", "int4_wo"): (
         "Kimi-K2.5 int4_wo: only the routed experts are int4 (attention, shared experts, "
         "dense MLP bf16); int4-awq would put every block weight at 4 bits"
+    ),
+}
+# issue #10 (t10v): campaigns (backend, version, checkpoint, system) that the same
+# checkpoint on the same GPU and layout in another engine contradicts, with the numbers.
+AIC_CONTRADICTED: dict[tuple[str, str, str, str], str] = {
+    ("vllm", "0.12.0", "Qwen/Qwen3-235B-A22B-FP8", "h200_sxm"): (
+        "contradicted by SGLang 0.5.6.post2 on the same H200 and checkpoint: TPOT 51-58 ms "
+        "at tp 2 and 34-46 ms at tp 4 whatever the concurrency (4-20) or ISL (1000-8000), "
+        "where SGLang measured 15-18 ms at tp 2, C 2-4 and 15-21 ms at tp 4, C 7-9 (3.1-3.4x "
+        "and 2.2x); a flat per-step cost no other vLLM MoE campaign shows"
     ),
 }
 AIC_LAYOUT_COLUMNS: tuple[str, ...] = ("pp", "ep", "dp_attention")  # the grid's, issue #10
@@ -185,6 +201,9 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         skips.append(f"gemm_quant_mode '{mode}' not mapped")
     if (str(raw["model_path"]), mode) in AIC_MIXED_PRECISION:
         skips.append(AIC_MIXED_PRECISION[(str(raw["model_path"]), mode)])
+    campaign = (engine, str(raw["backend_version"]), str(raw["model_path"]), str(raw["system"]))
+    if campaign in AIC_CONTRADICTED:
+        skips.append(AIC_CONTRADICTED[campaign])
     is_moe = model_id is not None and model_id in catalog.models and catalog.model(model_id).moe
     skips += _parallel_skips(raw, bool(is_moe))
     notes = ["closed loop at concurrency batch_size"]
@@ -261,6 +280,9 @@ def load_aic_measurements(
     keep = (*MEASUREMENT_COLUMNS, *AIC_LAYOUT_COLUMNS)
     frame = pd.DataFrame([{c: r[c] for c in keep} for r in rows])
     frame["dataset"] = "aic"
+    frame = infer_fp8_kv(frame, catalog)  # issue #10 (t10v): hardware bounds
+    frame = skip_beyond_compute(frame, catalog)
+    frame = skip_duplicates(frame)
     return skip_inconsistent_series(frame)  # issue #10: rule-based data-quality filter
 
 

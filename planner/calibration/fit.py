@@ -44,6 +44,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "step_per_seq_us": (0.0, 200.0),
     "request_overhead_ms": (0.0, 500.0),
     "benchmark_wave_share": (0.0, 1.0),
+    "moe_layer_us": (0.0, 500.0),  # issue #10 (t10v): vLLM's per-MoE-layer decode cost
 }
 # Width of the prior that pulls a GPU-family override towards the default (natural units).
 FAMILY_PRIOR_SCALE: dict[str, float] = {
@@ -57,6 +58,7 @@ FAMILY_PRIOR_SCALE: dict[str, float] = {
     "step_per_seq_us": 20.0,
     "request_overhead_ms": 50.0,
     "benchmark_wave_share": 0.2,
+    "moe_layer_us": 20.0,
 }
 
 

@@ -9,6 +9,11 @@ concurrency rises by more than `TPOT_DROP_TOLERANCE` (measurement noise and a sc
 batching of prefills allow a few per cent; across the aic set the largest fall outside the
 flagged series is 3%). A series that breaks the rule is inconsistent as a whole (which of its
 rows is wrong cannot be told), so every row of it is skipped with `NOT_MONOTONE_REASON`.
+
+A second rule (t10v): a row repeating another row's configuration with the very same measured
+TTFT and TPOT (to every published digit) is one measurement listed twice (the aic set lists
+some vLLM runs under two or three db-dump ids); the later copies are skipped with
+`DUPLICATE_REASON` so a campaign's weight in the fit is not doubled.
 """
 
 from __future__ import annotations
@@ -67,4 +72,38 @@ def skip_inconsistent_series(rows: pd.DataFrame) -> pd.DataFrame:
     is not monotone in concurrency (a copy; other rows unchanged)."""
     out = rows.copy()
     out.loc[not_monotone_series(out), "skip_reason"] = NOT_MONOTONE_REASON
+    return out
+
+
+# ---- issue #10 (t10v): one measurement listed twice ------------------------------------
+DUPLICATE_KEY: tuple[str, ...] = (
+    "engine",
+    "model_id",
+    "gpu_id",
+    "quant_id",
+    "tp",
+    "batch",
+    "input_len",
+    "output_len",
+    "meas_ttft",
+    "meas_tpot",
+)
+DUPLICATE_REASON = (
+    "duplicate: the same configuration with the very same measured TTFT and TPOT as an "
+    "earlier row (one measurement listed twice), counted once"
+)
+
+
+def duplicate_measurements(rows: pd.DataFrame) -> pd.Index:
+    """Index labels of usable rows (TTFT and TPOT measured) that repeat an earlier usable
+    row's configuration (layout included where the set has one) and both measurements."""
+    part = rows[(rows["skip_reason"] == "") & rows["meas_tpot"].notna() & rows["meas_ttft"].notna()]
+    key = [*DUPLICATE_KEY, *(c for c in LAYOUT_KEY if c in rows)]
+    return part.index[part.duplicated(key, keep="first")]
+
+
+def skip_duplicates(rows: pd.DataFrame) -> pd.DataFrame:
+    """`rows` with DUPLICATE_REASON on every repeat of a measurement (a copy)."""
+    out = rows.copy()
+    out.loc[duplicate_measurements(out), "skip_reason"] = DUPLICATE_REASON
     return out

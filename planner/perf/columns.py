@@ -126,6 +126,8 @@ GRID_COLUMNS = _stage(
         ("eff_benchmark_wave_share", "fraction", SHARED, "engine: calibration only"),
         # issue #10 (remaining): TensorRT-LLM reserves KV for the whole output at admission
         ("eff_kv_reserve_output", "bool", SHARED, "engine: KV for I + O held per sequence"),
+        # issue #10 (t10v): fixed decode cost per MoE layer (vLLM's fitted; 0 elsewhere)
+        ("eff_moe_layer_us", "us", SHARED, "engine: decode step cost per MoE layer"),
         ("batch", "sequences", INT32, "sequences per replica: engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT16, "which request shape of the grid spec"),
         ("input_len", "tokens", INT32, "prompt tokens per request"),

@@ -217,6 +217,14 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     out["_split"] = split
 
 
+def moe_layer_overhead_s(model: Model, df: pd.DataFrame) -> np.ndarray:
+    """Fixed cost of a stage's MoE layers in one decode step: n_moe_layers / pp x the engine's
+    per-layer cost (router, top-k, permute and grouped-GEMM launches that a small batch's
+    bytes do not cover; issue #10, t10v). Zero for a dense model."""
+    layers = model.n_moe_layers if model.moe is not None else 0
+    return layers / _col(df, "pp") * _col(df, "eff_moe_layer_us") * 1e-6
+
+
 def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     """One decode step. GEMMs (weights) and attention (KV cache) are separate kernels, each
     bound by its own roofline: max(t_weights, t_gemm) + max(t_kv, t_attention), plus the
@@ -255,6 +263,7 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     # fixed cost per step plus a cost per sequence in the batch (sampling, scheduling, #10)
     per_seq = _col(df, "eff_step_per_seq_us") * 1e-6  # a stage steps one micro-batch
     t_oh = _col(df, "eff_step_overhead_ms") * 1e-3 + micro * per_seq
+    t_oh = t_oh + moe_layer_overhead_s(model, df)  # issue #10 (t10v)
     stage = np.maximum(t_w, t_gemm) + np.maximum(t_kv, t_attn) + t_ar + t_a2a + t_oh
     p2p_bw, p2p_lat = sh.p2p_link(df)
     t_p2p = np.where(pp > 1, par.latency_p2p(rank_tokens, model.hidden_size, p2p_bw, p2p_lat), 0.0)

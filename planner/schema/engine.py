@@ -93,6 +93,15 @@ class Efficiency(Strict):
         "default GUARANTEED_NO_EVICT capacity scheduler), not the I + O/2 a paged cache holds "
         "on average",
     )
+    # --- issue #10 (t10v, vLLM MoE decode): fixed cost per MoE layer a decode step
+    moe_layer_us: Annotated[
+        float,
+        _up_to(10_000, "us"),
+        Field(
+            description="decode step cost per MoE layer beyond its bytes and FLOPs (router, "
+            "top-k, token permute and grouped-GEMM launches; 0 for dense models)"
+        ),
+    ] = 0.0
 
 
 GIB = 2**30

@@ -1,0 +1,155 @@
+"""Hardware bounds on measured closed-loop rows (calibration.bounds, issue #10 vLLM forensics)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from planner import calibration as cal
+from planner.calibration import aic
+from planner.calibration import bounds as b
+from planner.calibration import quality as q
+
+
+@pytest.fixture(scope="module")
+def aic_rows() -> pd.DataFrame:
+    return cal.load_aic_measurements()
+
+
+def _row(rows: pd.DataFrame, row_id: int) -> pd.DataFrame:
+    return rows[rows["row_id"] == row_id]
+
+
+def test_compute_share_of_the_vllm_8b_row_is_hand_computed(aic_rows, catalog):
+    # aic line 1039: vLLM 0.12.0, Llama-3.1-8B FP8, H200 tp 1, C 64, 2000/100, TTFT 121.73 ms,
+    # TPOT 9.74 ms. Active matmul params 8,030,261,248 - 525,336,576 (embedding) =
+    # 7,504,924,672; a request 2 x 7.5049e9 x 2100 = 3.15207e13 FLOPs; latency
+    # 121.73 + 99 x 9.74 = 1085.99 ms; 64 x 3.15207e13 / 1.08599 s = 1.85761e15 FLOP/s,
+    # over the H200's 1979 TFLOPS FP8 dense peak = 0.93866
+    share = b.compute_share(_row(aic_rows, 101039), catalog)
+    assert share[0] == pytest.approx(0.93866, abs=2e-5)
+
+
+def test_tpot_floor_of_the_vllm_qwen3_32b_fp8_row_is_hand_computed(aic_rows, catalog):
+    # aic line 916: vLLM 0.12.0, Qwen3-32B FP8 (online), H100 tp 1, C 24, 4000/1000,
+    # TTFT 294.768 ms, TPOT 16.8549 ms. In decode 24 x 999 x 16.8549 / (294.768 + 999 x
+    # 16.8549) = 23.5870 sequences, each >= 4000 tokens of 64 layers x 2 x 8 x 128 values:
+    # BF16 KV 23.5870 x 4000 x 262,144 B = 24.733 GB, FP8 half of it; weights
+    # 31,984,210,944 params x 1 B. (31.984 + 24.733) GB / 3350 GB/s = 16.930 ms,
+    # (31.984 + 12.366) / 3350 = 13.239 ms
+    row = _row(aic_rows, 100916)
+    assert b.tpot_floor_ms(row, catalog, "bf16")[0] == pytest.approx(16.930, abs=1e-3)
+    assert b.tpot_floor_ms(row, catalog, "fp8")[0] == pytest.approx(13.239, abs=1e-3)
+    # measured 16.855 ms is below the BF16-KV floor: the campaign ran an FP8 KV cache
+    assert row["meas_tpot"].iloc[0] < b.tpot_floor_ms(row, catalog, "bf16")[0]
+
+
+def test_the_aic_set_infers_fp8_kv_only_for_the_vllm_qwen3_32b_fp8_campaign(aic_rows):
+    inferred = aic_rows[aic_rows["assumptions"].str.contains("inferred FP8", regex=False)]
+    assert sorted(inferred["row_id"]) == [100913, 100915, 100916]
+    assert set(inferred["kv_dtype"]) == {"fp8"}
+    assert set(inferred["source_key"]) == {"aic-vllm-0.12.0"}
+
+
+def test_the_aic_set_skips_only_the_vllm_8b_campaign_as_beyond_compute(aic_rows):
+    beyond = aic_rows[aic_rows["skip_reason"] == b.BEYOND_COMPUTE_REASON]
+    assert len(beyond) == 21
+    assert set(zip(beyond["engine"], beyond["model_id"], beyond["gpu_id"], strict=True)) == {
+        ("vllm", "llama-3.1-8b", "h200")
+    }
+
+
+def test_every_usable_aic_row_is_within_both_bounds(aic_rows, catalog):
+    ok = aic_rows[
+        (aic_rows["skip_reason"] == "")
+        & aic_rows["meas_tpot"].notna()
+        & aic_rows["meas_ttft"].notna()
+    ]
+    assert (b.compute_share(ok, catalog) <= b.MAX_COMPUTE_SHARE).all()
+    floor = b.tpot_floor_ms(ok, catalog)
+    dense = ~pd.isna(floor)
+    assert dense.sum() > 700
+    assert (ok["meas_tpot"].to_numpy()[dense] >= floor[dense]).all()
+
+
+def test_the_contradicted_qwen3_235b_vllm_campaign_is_skipped_with_its_reason(aic_rows):
+    # aic line 987: vLLM 0.12.0 Qwen3-235B-A22B-FP8 on H200, tp 2, C 16, 1000/100, TPOT 52 ms
+    row = _row(aic_rows, 100987).iloc[0]
+    reason = aic.AIC_CONTRADICTED[("vllm", "0.12.0", "Qwen/Qwen3-235B-A22B-FP8", "h200_sxm")]
+    assert reason in row["skip_reason"]
+    same = aic_rows[
+        (aic_rows["model_id"] == "qwen3-235b-a22b")
+        & (aic_rows["source_key"] == "aic-vllm-0.12.0")
+        & (aic_rows["gpu_id"] == "h200")
+    ]
+    assert len(same) == 51
+    assert same["skip_reason"].str.contains("contradicted by SGLang", regex=False).all()
+    qwen = aic_rows[aic_rows["model_id"] == "qwen3-235b-a22b"]
+    sglang = qwen[qwen["engine"] == "sglang"]
+    assert (sglang["skip_reason"] == "").any()  # the reference campaign stays usable
+
+
+def _campaign(tpots: list[float], source: str) -> pd.DataFrame:
+    n = len(tpots)
+    return pd.DataFrame(
+        {
+            "source_key": source,
+            "engine": "vllm",
+            "model_id": "qwen3-32b",
+            "gpu_id": "h100-sxm",
+            "quant_id": "fp8",
+            "kv_dtype": "bf16",
+            "tp": 1,
+            "dp_attention": 1.0,
+            "batch": 24.0,
+            "input_len": 4000.0,
+            "output_len": 1000.0,
+            "scenario_kind": "closed_loop",
+            "skip_reason": "",
+            "assumptions": "KV dtype not published: quant default",
+            "meas_ttft": 300.0,
+            "meas_tpot": tpots,
+        },
+        index=range(n),
+    )
+
+
+def test_fp8_kv_is_inferred_per_campaign_and_not_below_the_fp8_floor(catalog):
+    below = _campaign([16.0, 30.0], "below")  # 16 ms: under the ~16.9 ms BF16 floor
+    above = _campaign([20.0, 30.0], "above")  # feasible at BF16: left alone
+    impossible = _campaign([5.0, 30.0], "impossible")  # under even the FP8 floor: not FP8
+    rows = pd.concat([below, above, impossible], ignore_index=True)
+    out = b.infer_fp8_kv(rows, catalog)
+    assert list(out["kv_dtype"]) == ["fp8", "fp8", "bf16", "bf16", "bf16", "bf16"]
+    assert out.loc[0, "assumptions"] == b.FP8_KV_NOTE
+    assert list(rows["kv_dtype"]) == ["bf16"] * 6  # a copy
+
+
+def test_a_measurement_listed_twice_is_counted_once(aic_rows):
+    # aic lines 87 and 1448: vLLM 0.16.0 MiniMax-M2.5 FP8 on H200, tp 4, C 4, 1024/8192, both
+    # TTFT 103.02 ms and TPOT 12.45 ms to every digit: one run under two db-dump ids
+    first, second = _row(aic_rows, 100087).iloc[0], _row(aic_rows, 101448).iloc[0]
+    assert first["meas_tpot"] == second["meas_tpot"] and first["meas_ttft"] == second["meas_ttft"]
+    assert first["skip_reason"] == ""
+    assert second["skip_reason"] == q.DUPLICATE_REASON
+    dup = aic_rows[aic_rows["skip_reason"] == q.DUPLICATE_REASON]
+    assert len(dup) == 37 and set(dup["engine"]) == {"vllm"}
+
+
+def test_near_duplicates_are_separate_measurements():
+    rows = pd.DataFrame(
+        {
+            "engine": "vllm",
+            "model_id": "minimax-m2.5",
+            "gpu_id": "h200",
+            "quant_id": "fp8",
+            "tp": 8,
+            "batch": 8.0,
+            "input_len": 1024.0,
+            "output_len": 1024.0,
+            "meas_ttft": [111.23, 113.00, 111.23],
+            "meas_tpot": [9.21, 9.24, 9.21],
+            "skip_reason": "",
+        }
+    )
+    assert list(q.duplicate_measurements(rows)) == [2]
