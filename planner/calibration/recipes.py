@@ -285,10 +285,12 @@ RECIPES: dict[str, Recipe] = {
 
 
 # issue #10 (t10v): the model predicts MoE prefill fast in every engine (TTFT log error about
-# -0.4 on vLLM's Kimi-K2.5 and MiniMax-M2.5 rows; the MoE prefill physics is separate work).
+# -0.4 on vLLM's Kimi-K2.5 and MiniMax-M2.5 rows before the MoE prefill terms).
 # Fitted to them, vLLM's shared TTFT constants (per-request latency, prefill efficiency) move
-# to cover the miss and dense TTFT goes from 17% to 27% (median, in sample). Until that term
-# exists the vLLM fit leaves MoE rows' TTFT out (TPOT and throughput stay in).
+# to cover the miss and dense TTFT goes from 17% to 27% (median, in sample), so the vLLM fit
+# leaves MoE rows' TTFT out (TPOT and throughput stay in). The MoE prefill terms
+# (perf/moe_prefill.py) have since narrowed the miss (vLLM MoE TTFT log error -0.44 -> -0.28
+# with the refit); whether fitting it still costs dense TTFT was not re-tested.
 MOE_TTFT_NOTE = "ttft: MoE prefill physics incomplete (not fitted for vllm)"
 
 

@@ -62,15 +62,29 @@ class ScaledFleet:
         self.cost_only = np.zeros(self.model.n_cols)
         self.cost_only[self.replica_cols] = problem.cost_per_hour
 
-    def at(self, scale: float) -> ScaledSolution:
-        """The least-cost fleet at `scale` times the demand (`solve_fleet`'s cost; among fleets
-        of that cost, not necessarily its fleet)."""
-        demand = self.problem.demand * scale
+    def _demand_bounds(self, demand: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """The model's row bounds (copies) with each demand row fixed at `demand`."""
         row_lower, row_upper = self.model.row_lower.copy(), self.model.row_upper.copy()
         row_lower[self.demand_rows] = demand
         row_upper[self.demand_rows] = demand
+        return row_lower, row_upper
+
+    def _replica_cap(self, scale: float) -> np.ndarray:
+        """Replica upper bounds at `scale`: what each candidate needs to carry the whole
+        demand alone, rounded up, plus the floor (no optimal fleet takes more of one)."""
+        return np.ceil(self.need * scale) + self.floor
+
+    def _scale_cols(self) -> np.ndarray:
+        """The column of the scale (a new last column) once per demand row, for the models
+        that make the scale a variable (`reach`, `first_crossing`)."""
+        return np.full(len(self.demand_rows), self.model.n_cols)
+
+    def at(self, scale: float) -> ScaledSolution:
+        """The least-cost fleet at `scale` times the demand (`solve_fleet`'s cost; among fleets
+        of that cost, not necessarily its fleet)."""
+        row_lower, row_upper = self._demand_bounds(self.problem.demand * scale)
         upper = self.model.upper.copy()
-        upper[self.replica_cols] = np.ceil(self.need * scale) + self.floor
+        upper[self.replica_cols] = self._replica_cap(scale)
         model = replace(
             self.model,
             cost=self.cost_only,
@@ -106,9 +120,7 @@ class ScaledFleet:
         lower, upper = np.append(m.lower, 0.0), np.append(m.upper, REACH_CAP)
         lower[self.replica_cols] = fixed
         upper[self.replica_cols] = fixed
-        row_lower, row_upper = m.row_lower.copy(), m.row_upper.copy()
-        row_lower[self.demand_rows] = 0.0  # served - demand x scale = 0
-        row_upper[self.demand_rows] = 0.0
+        row_lower, row_upper = self._demand_bounds(0.0)  # served - demand x scale = 0
         model = replace(
             m,
             cost=cost,
@@ -116,7 +128,7 @@ class ScaledFleet:
             upper=upper,
             integer=np.zeros(s + 1, dtype=bool),
             rows=np.append(m.rows, self.demand_rows),
-            cols=np.append(m.cols, np.full(len(self.demand_rows), s)),
+            cols=np.append(m.cols, self._scale_cols()),
             values=np.append(m.values, -self.problem.demand),
             row_lower=row_lower,
             row_upper=row_upper,
@@ -136,11 +148,10 @@ class ScaledFleet:
         cost = np.zeros(s + 1)
         cost[s] = 1.0  # minimise the scale
         lower, upper = np.append(m.lower, lo), np.append(m.upper, hi)
-        upper[self.replica_cols] = np.ceil(self.need * hi) + self.floor
-        row_lower = np.append(m.row_lower, -math.inf)
-        row_upper = np.append(m.row_upper, 0.0)  # cost - slope x s <= 0
-        row_lower[self.demand_rows] = 0.0  # served - demand x s = 0
-        row_upper[self.demand_rows] = 0.0
+        upper[self.replica_cols] = self._replica_cap(hi)
+        row_lower, row_upper = self._demand_bounds(0.0)  # served - demand x s = 0
+        row_lower = np.append(row_lower, -math.inf)
+        row_upper = np.append(row_upper, 0.0)  # cost - slope x s <= 0
         budget = np.full(len(self.replica_cols) + 1, m.n_rows)
         model = replace(
             m,
@@ -149,9 +160,7 @@ class ScaledFleet:
             upper=upper,
             integer=np.append(m.integer, False),
             rows=np.concatenate([m.rows, self.demand_rows, budget]),
-            cols=np.concatenate(
-                [m.cols, np.full(len(self.demand_rows), s), self.replica_cols, [s]]
-            ),
+            cols=np.concatenate([m.cols, self._scale_cols(), self.replica_cols, [s]]),
             values=np.concatenate(
                 [m.values, -self.problem.demand, self.problem.cost_per_hour, [-slope]]
             ),
@@ -174,9 +183,7 @@ class ScaledFleet:
         are homogeneous in the demand (capacity, pool balance), so its optimum is linear in
         the scale; with pools it is far above the closed form that puts each class on its
         cheapest candidate as if a pool served alone (long-prompt: 47.5 against 10.6)."""
-        row_lower, row_upper = self.model.row_lower.copy(), self.model.row_upper.copy()
-        row_lower[self.demand_rows] = self.problem.demand
-        row_upper[self.demand_rows] = self.problem.demand
+        row_lower, row_upper = self._demand_bounds(self.problem.demand)
         if self.floor_row is not None:
             row_lower[self.floor_row] = -math.inf
         upper = self.model.upper.copy()

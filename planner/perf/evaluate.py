@@ -221,8 +221,7 @@ def moe_layer_overhead_s(model: Model, df: pd.DataFrame) -> np.ndarray:
     """Fixed cost of a stage's MoE layers in one decode step: n_moe_layers / pp x the engine's
     per-layer cost (router, top-k, permute and grouped-GEMM launches that a small batch's
     bytes do not cover; issue #10, t10v). Zero for a dense model."""
-    layers = model.n_moe_layers if model.moe is not None else 0
-    return layers / _col(df, "pp") * _col(df, "eff_moe_layer_us") * 1e-6
+    return model.n_moe_layers / _col(df, "pp") * _col(df, "eff_moe_layer_us") * 1e-6
 
 
 def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
