@@ -12,6 +12,7 @@ about 10 ms on the root of even an 8-integer MIP).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -20,6 +21,8 @@ from planner.fleet.overtime import TIE_BREAK_PER_REPLICA, TimeProblem, _replica_
 
 MAX_MIXES = 1_000_000  # listed mixes (stable or spot) beyond which the MIP path is used
 TOL = 1e-9
+# (capacity, replica count, smallest replica's capacity) of partial mixes -> dominated?
+Spare = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -49,21 +52,53 @@ class PeriodRows:
     own_per_hour: np.ndarray
 
 
-def _mixes(bounds: np.ndarray, cap: np.ndarray, spare) -> np.ndarray | None:
+def _mixes(bounds: np.ndarray, cap: np.ndarray, spare: Spare) -> np.ndarray | None:
     """Integer vectors within 0..bounds that `spare` does not call dominated, built one
     candidate at a time (a dominated partial mix stays dominated however it is extended);
-    None when the partial list outgrows MAX_MIXES."""
-    mixes = np.zeros((1, 0), dtype=np.int64)
+    None when the partial list outgrows MAX_MIXES.
+
+    Issue 16: the break-even over time enumerates at every demand scale it tries, so this is
+    kept to O(kept mixes) a column. Each partial mix carries its capacity, replica count and
+    smallest replica. Adding k replicas of column c only adds capacity and replicas, so the
+    k that keep a mix undominated are 0..k* - 1, found per mix by a bisection on k; the
+    columns are then read back from each mix's parent chain once, at the end."""
+    total, count, smallest = np.zeros(1), np.zeros(1, dtype=np.int64), np.full(1, np.inf)
+    steps: list[tuple[np.ndarray, np.ndarray]] = []  # per column: parent index, count added
     for c, b in enumerate(bounds.astype(np.int64)):
-        counts = np.arange(b + 1)
-        grown = np.concatenate(
-            [np.repeat(mixes, len(counts), axis=0), np.tile(counts, len(mixes))[:, None]], axis=1
-        )
-        grown = grown[~spare(grown, cap[: c + 1])]
-        if len(grown) > MAX_MIXES:
+        keep = _undominated_counts(total, count, smallest, cap[c], int(b), spare)
+        if int(keep.sum()) > MAX_MIXES:
             return None
-        mixes = grown
+        parent = np.repeat(np.arange(len(total)), keep)
+        k = np.arange(len(parent)) - np.repeat(np.cumsum(keep) - keep, keep)
+        total, count = total[parent] + k * cap[c], count[parent] + k
+        smallest = np.where(k > 0, np.minimum(smallest[parent], cap[c]), smallest[parent])
+        steps.append((parent, k))
+    mixes = np.zeros((len(total), len(steps)), dtype=np.int64)
+    row = np.arange(len(total))
+    for c in range(len(steps) - 1, -1, -1):
+        parent, k = steps[c]
+        mixes[:, c] = k[row]
+        row = parent[row]
     return mixes
+
+
+def _undominated_counts(
+    total: np.ndarray, count: np.ndarray, smallest: np.ndarray, cap: float, bound: int,
+    spare: Spare,
+) -> np.ndarray:  # fmt: skip
+    """How many counts 0, 1, ... of a column of capacity `cap` (at most `bound`) each partial
+    mix takes before `spare` calls it dominated: the least dominated k >= 1, or bound + 1.
+    k = 0 leaves an undominated mix as it is; from k = 1 on the smallest replica is fixed and
+    capacity and count only grow, so `spare` is monotone in k and a bisection finds k*."""
+    low = np.ones(len(total), dtype=np.int64)
+    high = np.full(len(total), bound + 1, dtype=np.int64)
+    with_one = np.minimum(smallest, cap)
+    while (open_ := low < high).any():
+        mid = (low + high) // 2
+        dominated = spare(total + mid * cap, count + mid, with_one) & open_
+        high = np.where(dominated, mid, high)
+        low = np.where(dominated | ~open_, low, mid + 1)
+    return high
 
 
 def build_table(problem: TimeProblem) -> PeriodTable | None:
@@ -117,9 +152,7 @@ def _stable_mixes(problem: TimeProblem, cap: np.ndarray, peak: float) -> np.ndar
     period alone with the replicas the floor asks for."""
     bounds = _replica_bounds(problem, floor=problem.min_replicas).max(axis=1)
 
-    def spare(mixes: np.ndarray, caps: np.ndarray) -> np.ndarray:
-        total, count = mixes @ caps, mixes.sum(1)
-        smallest = np.where(mixes > 0, caps[None, :], np.inf).min(axis=1)
+    def spare(total: np.ndarray, count: np.ndarray, smallest: np.ndarray) -> np.ndarray:
         return (total - smallest >= peak - TOL) & (count - 1 >= problem.min_replicas)
 
     return _mixes(bounds, cap, spare)
@@ -138,9 +171,8 @@ def _spot_front(problem: TimeProblem, cap: np.ndarray, onehot: np.ndarray, peak:
     bounds = np.where(able, _replica_bounds(problem, problem.spot_max_share, keep).max(1), 0)
     share = problem.spot_max_share * peak
 
-    def spare(mixes: np.ndarray, caps: np.ndarray) -> np.ndarray:
-        smallest = np.where(mixes > 0, caps[None, :], np.inf).min(axis=1)
-        return mixes @ caps - smallest >= share
+    def spare(total: np.ndarray, count: np.ndarray, smallest: np.ndarray) -> np.ndarray:
+        return total - smallest >= share
 
     mixes = _mixes(bounds, cap * keep, spare)
     if mixes is None:
