@@ -481,6 +481,12 @@ def describe_fit(
         + " (the engine's documented memory budget, scheduler and chunk by GPU memory, see "
         "calibration.recipes.ENGINE_MEMORY, ENGINE_SETTINGS and ENGINE_SCHEDULER)."
     )
+    draft = profile.default.draft_forward_ms
+    if draft is not None:  # issue #11 (t10s)
+        notes.append(
+            f"Not fitted: draft_forward_ms {draft:g} (each draft forward's fixed cost, derived "
+            "from SpecDecode-Bench, see calibration.recipes.ENGINE_SPECULATION)."
+        )
     if recipe.caveats:
         notes.append(recipe.caveats)
     return source, " ".join(notes)
