@@ -113,7 +113,8 @@ ENGINE_SCHEDULER: dict[str, dict] = {
 # Issue #11 (t10s): the fixed cost of one draft forward inside a decode step (not fitted: the
 # calibration sets hold no speculative rows). vLLM V1 runs the drafter's k forwards inside the
 # verify's engine step (GPUModelRunner.execute_model -> the proposer's propose(), one forward
-# per draft token, each a CUDA-graph replay since PRs 34880 / 47460), so a draft forward pays
+# per draft token, each a CUDA-graph replay: piecewise graphs for EAGLE/MTP heads since PR
+# 25109, and for draft_model since PR 47460, which before it ran eager), so a draft forward pays
 # graph replay, its input and attention-metadata preparation and its sampling, not the step's
 # scheduling and output processing. 1.2 ms is derived, not measured: SpecDecode-Bench
 # (Liu et al., "Speculative Decoding: Performance or Illusion?", arXiv 2601.11580; vLLM
@@ -121,7 +122,9 @@ ENGINE_SCHEDULER: dict[str, dict] = {
 # Llama-3-70B target forward (TP4, k 3; their scripts/profile-llama3-70b-draft-model.sh).
 # The roofline parts are 0.67 ms (draft) and 13.8 ms (target, bf16, batch 1); with the same
 # fixed part f in both, (0.67 + f) / (13.8 + f) = 0.125 gives f = 1.2 ms (1.06-1.40 ms as the
-# target's share of the step cost is taken as none or all). SGLang (EAGLEDraftCudaGraphRunner)
+# target's share of the step cost is taken as none or all). Whether that fork's drafter replayed
+# CUDA graphs is not stated; had it run eager (as upstream draft_model did before PR 47460),
+# 1.2 ms would be high for today's vLLM. SGLang (EAGLEDraftCudaGraphRunner)
 # and TensorRT-LLM's one-model path replay the whole drafting loop as one CUDA graph; no
 # per-forward figure is sourced for them, so they keep the whole step cost (None).
 VLLM_DRAFT_FORWARD_MS = 1.2
