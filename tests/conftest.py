@@ -69,8 +69,8 @@ def umask_022():
 @pytest.fixture(scope="session")
 def no_step_cost() -> Callable:
     """A catalog copy whose vLLM profile has no fixed decode step cost (main's Hopper fit
-    before issue #10 t10v): fast-chat's draft speculation pays there, not with the shipped
-    2.7 ms step that each draft step pays."""
+    before issue #10 t10v), so no per-draft-forward cost either: fast-chat's draft
+    speculation pays there by a wide margin."""
 
     def apply(cat):
         eng = cat.engines["vllm"]
@@ -78,6 +78,23 @@ def no_step_cost() -> Callable:
         families = {k: v.model_copy(update=zero) for k, v in eng.families.items()}
         eng = eng.model_copy(
             update={"default": eng.default.model_copy(update=zero), "families": families}
+        )
+        return dataclasses.replace(cat, engines={**cat.engines, "vllm": eng})
+
+    return apply
+
+
+@pytest.fixture
+def whole_step_drafts() -> Callable:
+    """A catalog copy whose vLLM profile has no per-forward figure (draft_forward_ms None,
+    issue #11 t10s), so each draft forward pays the engine's whole step cost, as before."""
+
+    def apply(cat):
+        eng = cat.engines["vllm"]
+        unset = {"draft_forward_ms": None}
+        families = {k: v.model_copy(update=unset) for k, v in eng.families.items()}
+        eng = eng.model_copy(
+            update={"default": eng.default.model_copy(update=unset), "families": families}
         )
         return dataclasses.replace(cat, engines={**cat.engines, "vllm": eng})
 

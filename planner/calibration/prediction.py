@@ -20,7 +20,13 @@ from planner.perf import evaluate as ev
 from planner.perf import queueing as q
 from planner.perf import roofline as rf
 from planner.perf import sharding as sh
-from planner.perf.candidates import IDEAL, PLAIN_DECODING, GridSpec, deployment_rows
+from planner.perf.candidates import (
+    IDEAL,
+    PLAIN_DECODING,
+    GridSpec,
+    deployment_rows,
+    draft_forward_ms,
+)
 from planner.perf.memory import PREFILL_CHUNK_TOKENS
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.model import Model
@@ -213,14 +219,19 @@ def _set_eff(grid: pd.DataFrame, effs: Efficiency | Sequence[Efficiency]) -> Non
     """Write the constants into the grid's eff_* columns; the prefill chunk stays each row's
     engine default for its GPU (`_chunk_tokens`, #10), which a fit does not move."""
     if isinstance(effs, Efficiency):
-        for name, value in effs.model_dump().items():
+        for name, value in _dumped(effs).items():
             grid[f"eff_{name}"] = float(value)
     else:
-        dumped = [e.model_dump() for e in effs]
+        dumped = [_dumped(e) for e in effs]
         for name in EFF_FIELDS:
             grid[f"eff_{name}"] = np.array([d[name] for d in dumped], dtype=float)
     if "_chunk_tokens" in grid:
         grid["eff_prefill_chunk_tokens"] = grid["_chunk_tokens"].to_numpy(dtype=float)
+
+
+def _dumped(eff: Efficiency) -> dict:
+    """The constants as the grid holds them: draft_forward_ms resolved (never None, #11)."""
+    return {**eff.model_dump(), "draft_forward_ms": draft_forward_ms(eff)}
 
 
 def _predict_metrics(

@@ -12,6 +12,8 @@ def _round_eff(eff: Efficiency) -> dict[str, float | int | bool]:
     """The constants as written to YAML: efficiencies to 3 digits, the rest to 2."""
     out: dict[str, float | int | bool] = {}
     for name, value in eff.model_dump().items():
+        if value is None:  # an optional constant not given (draft_forward_ms): left out
+            continue
         if isinstance(value, bool | int):
             out[name] = value
             continue

@@ -110,6 +110,25 @@ ENGINE_SCHEDULER: dict[str, dict] = {
     "trtllm": {"kv_reserve_output": True},
     "sglang": {"benchmark_wave_share": 1.0},
 }
+# Issue #11 (t10s): the fixed cost of one draft forward inside a decode step (not fitted: the
+# calibration sets hold no speculative rows). vLLM V1 runs the drafter's k forwards inside the
+# verify's engine step (GPUModelRunner.execute_model -> the proposer's propose(), one forward
+# per draft token, each a CUDA-graph replay: piecewise graphs for EAGLE/MTP heads since PR
+# 25109, and for draft_model since PR 47460, which before it ran eager), so a draft forward pays
+# graph replay, its input and attention-metadata preparation and its sampling, not the step's
+# scheduling and output processing. 1.2 ms is derived, not measured: SpecDecode-Bench
+# (Liu et al., "Speculative Decoding: Performance or Illusion?", arXiv 2601.11580; vLLM
+# 0.10.1, CUDA graphs, 4x H100) reports a Llama-3.2-1B draft forward at ~12.5% of the
+# Llama-3-70B target forward (TP4, k 3; their scripts/profile-llama3-70b-draft-model.sh).
+# The roofline parts are 0.67 ms (draft) and 13.8 ms (target, bf16, batch 1); with the same
+# fixed part f in both, (0.67 + f) / (13.8 + f) = 0.125 gives f = 1.2 ms (1.06-1.40 ms as the
+# target's share of the step cost is taken as none or all). Whether that fork's drafter replayed
+# CUDA graphs is not stated; had it run eager (as upstream draft_model did before PR 47460),
+# 1.2 ms would be high for today's vLLM. SGLang (EAGLEDraftCudaGraphRunner)
+# and TensorRT-LLM's one-model path replay the whole drafting loop as one CUDA graph; no
+# per-forward figure is sourced for them, so they keep the whole step cost (None).
+VLLM_DRAFT_FORWARD_MS = 1.2
+ENGINE_SPECULATION: dict[str, dict] = {"vllm": {"draft_forward_ms": VLLM_DRAFT_FORWARD_MS}}
 # issue #10 (t10v): starting values (and prior centres) of constants only some recipes fit.
 # moe_layer_us 20 is an engineering default, not a measurement: a vLLM MoE layer launches 5-7
 # kernels (router GEMM, top-k, align/permute, two grouped GEMMs, combine) of a few us each
@@ -141,6 +160,7 @@ class Recipe:
                 **ENGINE_MEMORY.get(self.id, {}),
                 **ENGINE_SCHEDULER.get(self.id, {}),
                 **ENGINE_START.get(self.id, {}),
+                **ENGINE_SPECULATION.get(self.id, {}),
             }
         )
         return EngineProfile(
@@ -464,6 +484,12 @@ def describe_fit(
         + " (the engine's documented memory budget, scheduler and chunk by GPU memory, see "
         "calibration.recipes.ENGINE_MEMORY, ENGINE_SETTINGS and ENGINE_SCHEDULER)."
     )
+    draft = profile.default.draft_forward_ms
+    if draft is not None:  # issue #11 (t10s)
+        notes.append(
+            f"Not fitted: draft_forward_ms {draft:g} (each draft forward's fixed cost, derived "
+            "from SpecDecode-Bench, see calibration.recipes.ENGINE_SPECULATION)."
+        )
     if recipe.caveats:
         notes.append(recipe.caveats)
     return source, " ".join(notes)

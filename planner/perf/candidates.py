@@ -208,7 +208,17 @@ def _resolved_row(
         "price_usd_per_gpu_hour": price.usd_per_gpu_hour if price else np.nan,
         "price_provider": price.provider if price else "",
         **{f"eff_{k}": v for k, v in eff.model_dump().items()},
+        "eff_draft_forward_ms": draft_forward_ms(eff),  # issue #11 (t10s)
     }
+
+
+def draft_forward_ms(eff: Efficiency) -> float:
+    """The fixed cost (ms) of one draft forward inside a decode step: the engine's per-forward
+    part of its step cost where one is given, else the whole step_overhead_ms; never more
+    than the step's (it is a part of it)."""
+    if eff.draft_forward_ms is None:
+        return eff.step_overhead_ms
+    return min(eff.draft_forward_ms, eff.step_overhead_ms)
 
 
 REJECTED_COLUMNS = ["gpu", "tp", "quant", "kv_dtype", "role", "reason"]

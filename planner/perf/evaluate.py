@@ -302,8 +302,11 @@ def _draft_memory(
 
 def _draft_step(model: Model, df: pd.DataFrame, out: dict) -> np.ndarray:
     """One draft forward of B tokens (seconds): max(weights / BW, 2 N_draft B / F) + its KV
-    read + its all-reduces + the engine's step overhead. MTP reads 1/L of the target's block
-    weights at this batch (the experts B tokens touch) and the shared LM head."""
+    read + its all-reduces + the engine's fixed cost of one forward (`eff_draft_forward_ms`,
+    issue #11 t10s: the k drafts run inside the verify's engine step, so each pays the
+    per-forward part of the step cost, not the scheduling and output work the step pays once;
+    the whole step cost where an engine has no per-forward figure). MTP reads 1/L of the
+    target's block weights at this batch (the experts B tokens touch) and the shared LM head."""
     tp, batch = _col(df, "tp"), _col(df, "batch")
     wb, eb = _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
     head_params = model.params_lm_head or model.params_embedding
@@ -327,7 +330,7 @@ def _draft_step(model: Model, df: pd.DataFrame, out: dict) -> np.ndarray:
         _col(df, "link_bytes_per_s"),
         collective_alpha_s(df),
     )
-    return np.maximum(t_w, t_c) + t_kv + t_comm + _col(df, "eff_step_overhead_ms") * 1e-3
+    return np.maximum(t_w, t_c) + t_kv + t_comm + _col(df, "eff_draft_forward_ms") * 1e-3
 
 
 def _speculation(model: Model, df: pd.DataFrame, out: dict) -> None:

@@ -9,7 +9,10 @@ acceptance a (independent, Leviathan et al. 2023), the tokens emitted per verify
 so the decode time per output token is (t_verify(B (k+1) tokens) + k t_draft(B)) / E.
 The verify pass reads the weights once (the experts its B (k+1) tokens touch) and the KV cache
 once, but does k + 1 times the GEMM and attention FLOPs: free while memory-bound, a loss once
-compute-bound at large batches. The drafter holds its weights and its own KV cache.
+compute-bound at large batches. The drafter holds its weights and its own KV cache. The k
+draft forwards run inside the verify's engine step, so each pays the engine's fixed cost of
+one forward (`draft_forward_ms`: CUDA-graph replay, input preparation, its sampling), not the
+step's whole fixed cost (scheduling and output processing are paid once a step).
 
 Prefix caching: P of a prompt's I tokens are served from the cache, so prefill computes only
 the I - P new tokens (attending to all I) and the shared prefix's KV is held once per replica.

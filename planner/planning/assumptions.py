@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.inputs.catalog import Catalog
-from planner.perf.candidates import Price
+from planner.perf.candidates import Price, draft_forward_ms
 from planner.planning.speculation import assumption_rows
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -105,7 +105,8 @@ def assumption_table(
         )
     engine = catalog.engine(scenario.engine)
     for family, eff in [("default", engine.default), *engine.families.items()]:
-        for k, v in eff.model_dump().items():
+        # draft_forward_ms as used: the whole step cost where the engine gives none (#11)
+        for k, v in {**eff.model_dump(), "draft_forward_ms": draft_forward_ms(eff)}.items():
             rows.append(
                 ("engine", f"{engine.id}/{family}", k, v, "", engine.source, engine.as_of, False)
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
@@ -17,6 +17,16 @@ Share = between(0, 1, low_open=True)
 
 def _up_to(high: float, unit: str) -> BeforeValidator:
     return between(0, high, unit=unit)
+
+
+def _optional_up_to(high: float, unit: str) -> BeforeValidator:
+    """`_up_to`, with None (not given) let through."""
+    check = _up_to(high, unit).func
+
+    def optional(value: Any) -> float | None:
+        return None if value is None else check(value)  # type: ignore[call-arg]
+
+    return BeforeValidator(optional)
 
 
 class Efficiency(Strict):
@@ -102,6 +112,19 @@ class Efficiency(Strict):
             "top-k, token permute and grouped-GEMM launches; 0 for dense models)"
         ),
     ] = 0.0
+    # --- issue #11 (t10s): the fixed cost of one more forward pass inside a decode step
+    draft_forward_ms: Annotated[
+        float | None,
+        _optional_up_to(100, "ms"),
+        Field(
+            description="fixed cost of each draft forward a speculative decode step runs "
+            "(CUDA-graph replay, its input and attention-metadata preparation, its sampling); "
+            "the step's scheduling, output processing and the target's forward stay in "
+            "step_overhead_ms, paid once a step. At most step_overhead_ms (a part of it). "
+            "None: no per-forward figure sourced for the engine, a draft forward pays the "
+            "whole step_overhead_ms. Not fitted (no speculative rows in the calibration sets)"
+        ),
+    ] = None
 
 
 GIB = 2**30
