@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner import calibration as cal  # noqa: E402
+from planner.calibration.transfer import TRANSFER_MIN_MODELS  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
 
 ENGINE_DIR = ROOT / "catalogs" / "engines"
@@ -137,7 +138,7 @@ def errors(pred: pd.DataFrame) -> dict[str, tuple[int, float, float]]:
 
 def _fold(args: tuple) -> tuple[str, str, pd.DataFrame]:
     """One engine x leave-out kind: the held-out predictions (runs in a worker process)."""
-    engine, label, col, n_starts = args
+    engine, label, col, n_starts, min_models = args
     catalog = load_catalog()
     rows = load(catalog)
     start = catalog.engines.get(engine)  # warm start: the shipped fit on all rows
@@ -147,7 +148,7 @@ def _fold(args: tuple) -> tuple[str, str, pd.DataFrame]:
         else None
     )
     pred = cal.cross_validate(
-        rows, catalog, cal.RECIPES[engine], col, n_starts, start, donors=donors
+        rows, catalog, cal.RECIPES[engine], col, n_starts, start, donors, min_models
     )
     return engine, label, pred
 
@@ -157,12 +158,13 @@ def cross_validation(
     n_starts: int,
     folds: tuple[str, ...] = tuple(FOLDS),
     engines: tuple[str, ...] = SERVER_RECIPES,
+    min_models: int = TRANSFER_MIN_MODELS,
 ) -> dict[tuple[str, str], pd.DataFrame]:
     """(engine, evaluation) -> held-out predictions, the recipes in `engines` and the leave-out
     kinds named in `folds` (labels of FOLDS; llama.cpp's leave-one-GPU-out with all of them)."""
-    tasks = [(e, lab, FOLDS[lab], n_starts) for lab in folds for e in engines]
+    tasks = [(e, lab, FOLDS[lab], n_starts, min_models) for lab in folds for e in engines]
     if set(folds) == set(FOLDS) and set(engines) == set(SERVER_RECIPES):
-        tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
+        tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts, min_models))
     out = {}
     with ProcessPoolExecutor(max(jobs, 1)) as pool:
         for engine, label, pred in pool.map(_fold, tasks):
@@ -243,6 +245,14 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated recipes to cross-validate (default all): "
         + ", ".join(SERVER_RECIPES),
     )
+    parser.add_argument(
+        "--transfer-min-models",
+        type=int,
+        default=TRANSFER_MIN_MODELS,
+        help="others' rows in: a fold fitted on fewer models than this takes the left-out "
+        f"family's constants from the other engines (default {TRANSFER_MIN_MODELS}; a large "
+        "number transfers in every fold)",
+    )
     args = parser.parse_args(argv)
     start = time.time()
     pd.set_option("display.width", 160)
@@ -267,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
         if bad := [e for e in engines if e not in SERVER_RECIPES]:
             parser.error(f"--engines: unknown {bad}; allowed: {', '.join(SERVER_RECIPES)}")
-        cv = cross_validation(args.jobs, args.starts, folds, engines)
+        cv = cross_validation(args.jobs, args.starts, folds, engines, args.transfer_min_models)
         for (engine, label), pred in cv.items():
             results[(engine, label)] = errors(pred)
     table = summary(results).sort_values(["engine", "evaluation"], kind="stable")
