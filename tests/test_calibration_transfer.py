@@ -80,3 +80,21 @@ def test_pooled_eta_lies_within_the_donors_and_the_bounds(values):
     assert min(values) - tol <= x <= max(values) + tol
     if len(set(values)) == 1:
         assert math.isclose(x, values[0], abs_tol=tol)
+
+
+def test_a_donor_gives_only_the_constants_its_recipe_fits():
+    # y fits eta_mem and moe_layer_us per family, z only eta_mem (its moe_layer_us is a held
+    # 0): moe_layer_us is y's alone; step_overhead_ms is nobody's, so it is left out
+    y = _profile("y", {"hopper": {"eta_mem": 0.65, "moe_layer_us": 30.0}})
+    z = _profile("z", {"hopper": {"eta_mem": 0.86, "moe_layer_us": 0.0}})
+    params = ["eta_mem", "moe_layer_us", "step_overhead_ms"]
+    given_by = {"y": ["eta_mem", "moe_layer_us"], "z": ["eta_mem"]}
+    pooled, used = pooled_family([y, z], "hopper", params, given_by)
+    assert used == ["y", "z"]
+    assert pooled["eta_mem"] == pytest.approx(0.3 + 0.7 * 2 / 3, rel=1e-9)
+    assert pooled["moe_layer_us"] == pytest.approx(30.0, rel=1e-6)
+    assert "step_overhead_ms" not in pooled
+    own = _profile("x", {}, step_overhead_ms=2.5)
+    out, note = transfer_family(own, "hopper", {"y": y, "z": z}, params, given_by)
+    assert out.families["hopper"].step_overhead_ms == 2.5
+    assert note == "hopper constants (eta_mem, moe_layer_us) pooled from y, z"

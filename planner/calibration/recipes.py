@@ -382,7 +382,10 @@ def cross_validate(
             and needs_transfer(profile, str(group), n_models, min_models)
         ):
             params = recipe.family_params or recipe.params
-            profile, moved = transfer_family(profile, str(group), donors, params)
+            donor_params = {
+                k: RECIPES[k].family_params or RECIPES[k].params for k in donors if k in RECIPES
+            }
+            profile, moved = transfer_family(profile, str(group), donors, params, donor_params)
             note = "; ".join(x for x in (note, moved) if x)
         held = measurements[
             measurements["row_id"].isin(rows.loc[rows[group_col] == group, "row_id"])

@@ -43,18 +43,26 @@ TRANSFER_MIN_MODELS = 2
 
 
 def pooled_family(
-    donors: Iterable[EngineProfile], family: str, params: Sequence[str]
+    donors: Iterable[EngineProfile],
+    family: str,
+    params: Sequence[str],
+    donor_params: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[dict[str, float], list[str]]:
     """The mean of the donors' `family` overrides in z-space, per constant of `params`, and
-    the ids of the donors that have one (none: an empty dict)."""
+    the ids of the donors that gave one. `donor_params` (donor id -> the constants its
+    recipe fits per family): a donor gives only those (a constant it holds at a start value,
+    vLLM's prefill_overhead_ms or the others' moe_layer_us of 0, says nothing about the
+    family); a constant no donor gives is left out of the result."""
     having = [d for d in donors if family in d.families]
-    if not having:
-        return {}, []
-    pooled = {
-        n: _from_z(n, float(np.mean([_to_z(n, getattr(d.families[family], n)) for d in having])))
-        for n in params
-    }
-    return pooled, [d.id for d in having]
+    pooled: dict[str, float] = {}
+    used: set[str] = set()
+    for n in params:
+        givers = [d for d in having if donor_params is None or n in donor_params.get(d.id, params)]
+        if givers:
+            z = float(np.mean([_to_z(n, getattr(d.families[family], n)) for d in givers]))
+            pooled[n] = _from_z(n, z)
+            used.update(d.id for d in givers)
+    return pooled, sorted(used)
 
 
 def needs_transfer(profile: EngineProfile, family: str, n_models: int, min_models: int) -> bool:
@@ -68,15 +76,17 @@ def transfer_family(
     family: str,
     donors: Mapping[str, EngineProfile],
     params: Sequence[str],
+    donor_params: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[EngineProfile, str]:
     """`profile` with an override of `family`: its default with the donors' pooled constants
-    of `params` (donors with the profile's own id are ignored). Returns the profile and a
-    note naming the donors ('' and the profile unchanged when none has the family)."""
+    of `params` (donors with the profile's own id are ignored; `donor_params` as in
+    `pooled_family`). Returns the profile and a note naming the constants and the donors
+    ('' and the profile unchanged when no donor has the family)."""
     others = [d for k, d in donors.items() if k != profile.id and d.id != profile.id]
-    pooled, used = pooled_family(others, family, params)
+    pooled, used = pooled_family(others, family, params, donor_params)
     if not pooled:
         return profile, ""
     override = profile.default.model_copy(update=pooled)
     families = {**profile.families, family: override}
-    note = f"{family} constants ({', '.join(params)}) pooled from {', '.join(sorted(used))}"
+    note = f"{family} constants ({', '.join(pooled)}) pooled from {', '.join(used)}"
     return profile.model_copy(update={"families": families}), note
