@@ -277,6 +277,12 @@ def main(argv: list[str] | None = None) -> int:
         engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
         if bad := [e for e in engines if e not in SERVER_RECIPES]:
             parser.error(f"--engines: unknown {bad}; allowed: {', '.join(SERVER_RECIPES)}")
+        if DONOR_FOLDS & set(folds):
+            print(
+                "\nOthers' rows in: a fold fitted on fewer than "
+                f"{args.transfer_min_models} models takes the left-out family's constants "
+                "from the other engines' shipped profiles (calibration.transfer)"
+            )
         cv = cross_validation(args.jobs, args.starts, folds, engines, args.transfer_min_models)
         for (engine, label), pred in cv.items():
             results[(engine, label)] = errors(pred)

@@ -98,3 +98,21 @@ def test_a_donor_gives_only_the_constants_its_recipe_fits():
     out, note = transfer_family(own, "hopper", {"y": y, "z": z}, params, given_by)
     assert out.families["hopper"].step_overhead_ms == 2.5
     assert note == "hopper constants (eta_mem, moe_layer_us) pooled from y, z"
+
+
+@pytest.mark.slow
+def test_sglang_family_fold_takes_hopper_from_the_other_engines(catalog):
+    # SGLang's Blackwell rows are all DeepSeek-V3 (one model): leaving Hopper out, the fold
+    # takes Hopper's constants from TensorRT-LLM and vLLM; leaving Blackwell out, its Hopper
+    # rows cover four models and it keeps its own. Without donors nothing is transferred.
+    from planner.calibration import RECIPES, cross_validate, load_all_measurements
+
+    rows = load_all_measurements(catalog)
+    family = {g: catalog.gpu(g).family for g in rows["gpu_id"].dropna().unique()}
+    rows["gpu_family"] = rows["gpu_id"].map(family)
+    donors = {k: catalog.engines[k] for k in ("vllm", "trtllm")}
+    start = catalog.engines["sglang"]
+    pred = cross_validate(rows, catalog, RECIPES["sglang"], "gpu_family", 1, start, donors)
+    notes = pred.groupby("held_out")["fit_note"].first()
+    assert "hopper constants" in notes["hopper"] and "pooled from trtllm, vllm" in notes["hopper"]
+    assert "pooled" not in notes["blackwell"]
