@@ -8,9 +8,10 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
    engine's profile: median and 90th-percentile absolute % error of TPOT, TTFT, throughput
    (and end-to-end latency where measured), per engine; the pure roofline for comparison;
 3. out of sample, per engine recipe (vllm, sglang, trtllm): leave-one-source-out,
-   leave-one-model-out and leave-one-GPU-family-out (llama.cpp: leave-one-GPU-out, its rows
-   are one source and one family); each fold refits the recipe without the group and scores
-   the group's rows;
+   leave-one-model-out and leave-one-GPU-family-out, the latter twice: strict (the family's
+   rows of every engine out) and with other engines' rows of the family in (DONOR_FOLDS)
+   (llama.cpp: leave-one-GPU-out, its rows are one source and one family); each fold refits
+   the recipe without the group and scores the group's rows;
 4. the Markdown tables of the README's "Accuracy" section.
 
     python benchmarks/accuracy.py              # score the shipped profiles, cross-validate
@@ -19,6 +20,7 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
     python benchmarks/accuracy.py --no-cv      # in-sample only (seconds, not minutes)
     python benchmarks/accuracy.py --jobs 2     # cross-validation folds in 2 processes
     python benchmarks/accuracy.py --folds leave-one-model-out,leave-one-GPU-family-out
+    python benchmarks/accuracy.py --folds "leave-one-GPU-family-out (others' rows in)"
     python benchmarks/accuracy.py --folds leave-one-source-out --engines trtllm   # one fold
 """
 
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner import calibration as cal  # noqa: E402
+from planner.calibration.transfer import TRANSFER_MIN_MODELS  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
 
 ENGINE_DIR = ROOT / "catalogs" / "engines"
@@ -49,10 +52,20 @@ HEADER = (
 ENGINES = ("vllm", "sglang", "trtllm", "llamacpp")
 SERVER_RECIPES = ("vllm", "sglang", "trtllm")
 FOLDS = {  # evaluation label -> the measurement column whose groups are left out (cheapest first)
-    "leave-one-GPU-family-out": "gpu_family",
+    "leave-one-GPU-family-out (strict)": "gpu_family",
+    "leave-one-GPU-family-out (others' rows in)": "gpu_family",
     "leave-one-model-out": "model_id",
     "leave-one-source-out": "source_key",
 }
+# Leaving GPU family F out of engine X's fit, two questions (never mix their figures up):
+# * strict: F's rows of every engine are out of what predicts X's F rows (no other engine's
+#   fit is used at all): "nobody has measured this family yet".
+# * others' rows in: X's rows of F are out, other engines' rows of F are in: their shipped
+#   profiles (fitted on their own rows, F's among them, none of X's) are donors, and a fold
+#   fitted on fewer than calibration.transfer.TRANSFER_MIN_MODELS models takes F's
+#   constants from them: "my engine has no measurements on this family, others do".
+DONOR_FOLDS = frozenset({"leave-one-GPU-family-out (others' rows in)"})
+FOLD_ALIASES = {"leave-one-GPU-family-out": "leave-one-GPU-family-out (strict)"}
 METRICS = ("tpot", "ttft", "throughput")
 TARGETS = {"tpot": 10.0, "throughput": 12.0, "ttft": 25.0}
 
@@ -125,11 +138,18 @@ def errors(pred: pd.DataFrame) -> dict[str, tuple[int, float, float]]:
 
 def _fold(args: tuple) -> tuple[str, str, pd.DataFrame]:
     """One engine x leave-out kind: the held-out predictions (runs in a worker process)."""
-    engine, label, col, n_starts = args
+    engine, label, col, n_starts, min_models = args
     catalog = load_catalog()
     rows = load(catalog)
     start = catalog.engines.get(engine)  # warm start: the shipped fit on all rows
-    pred = cal.cross_validate(rows, catalog, cal.RECIPES[engine], col, n_starts, start)
+    donors = (
+        {k: catalog.engines[k] for k in SERVER_RECIPES if k != engine and k in catalog.engines}
+        if label in DONOR_FOLDS
+        else None
+    )
+    pred = cal.cross_validate(
+        rows, catalog, cal.RECIPES[engine], col, n_starts, start, donors, min_models
+    )
     return engine, label, pred
 
 
@@ -138,12 +158,13 @@ def cross_validation(
     n_starts: int,
     folds: tuple[str, ...] = tuple(FOLDS),
     engines: tuple[str, ...] = SERVER_RECIPES,
+    min_models: int = TRANSFER_MIN_MODELS,
 ) -> dict[tuple[str, str], pd.DataFrame]:
     """(engine, evaluation) -> held-out predictions, the recipes in `engines` and the leave-out
     kinds named in `folds` (labels of FOLDS; llama.cpp's leave-one-GPU-out with all of them)."""
-    tasks = [(e, lab, FOLDS[lab], n_starts) for lab in folds for e in engines]
+    tasks = [(e, lab, FOLDS[lab], n_starts, min_models) for lab in folds for e in engines]
     if set(folds) == set(FOLDS) and set(engines) == set(SERVER_RECIPES):
-        tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts))
+        tasks.insert(0, ("llamacpp", "leave-one-GPU-out", "gpu_id", n_starts, min_models))
     out = {}
     with ProcessPoolExecutor(max(jobs, 1)) as pool:
         for engine, label, pred in pool.map(_fold, tasks):
@@ -151,6 +172,10 @@ def cross_validation(
             errs = errors(pred)
             cells = [f"{m} {pct(errs[m][1])} / {pct(errs[m][2])}" for m in METRICS if m in errs]
             print(f"  done: {engine}, {label}: " + "; ".join(cells), flush=True)
+            if label in DONOR_FOLDS and "fit_note" in pred:
+                for group, note in pred.groupby("held_out")["fit_note"].first().items():
+                    moved = [p for p in str(note).split("; ") if "pooled from" in p]
+                    print(f"    {group}: " + (moved[0] if moved else "own constants"))
     return out
 
 
@@ -210,13 +235,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--folds",
         default=",".join(FOLDS),
-        help="comma-separated leave-out kinds (default all): " + ", ".join(FOLDS),
+        help="comma-separated leave-out kinds (default all): "
+        + ", ".join(FOLDS)
+        + " ('leave-one-GPU-family-out' means its strict variant)",
     )
     parser.add_argument(
         "--engines",
         default=",".join(SERVER_RECIPES),
         help="comma-separated recipes to cross-validate (default all): "
         + ", ".join(SERVER_RECIPES),
+    )
+    parser.add_argument(
+        "--transfer-min-models",
+        type=int,
+        default=TRANSFER_MIN_MODELS,
+        help="others' rows in: a fold fitted on fewer models than this takes the left-out "
+        f"family's constants from the other engines (default {TRANSFER_MIN_MODELS}; a large "
+        "number transfers in every fold)",
     )
     args = parser.parse_args(argv)
     start = time.time()
@@ -233,14 +268,22 @@ def main(argv: list[str] | None = None) -> int:
     report_rows(rows)
     results = in_sample(rows, catalog)
     if not args.no_cv:
-        folds = tuple(f.strip() for f in args.folds.split(",") if f.strip())
+        folds = tuple(
+            FOLD_ALIASES.get(f.strip(), f.strip()) for f in args.folds.split(",") if f.strip()
+        )
         unknown = [f for f in folds if f not in FOLDS]
         if unknown:
             parser.error(f"--folds: unknown {unknown}; allowed: {', '.join(FOLDS)}")
         engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
         if bad := [e for e in engines if e not in SERVER_RECIPES]:
             parser.error(f"--engines: unknown {bad}; allowed: {', '.join(SERVER_RECIPES)}")
-        cv = cross_validation(args.jobs, args.starts, folds, engines)
+        if DONOR_FOLDS & set(folds):
+            print(
+                "\nOthers' rows in: a fold fitted on fewer than "
+                f"{args.transfer_min_models} models takes the left-out family's constants "
+                "from the other engines' shipped profiles (calibration.transfer)"
+            )
+        cv = cross_validation(args.jobs, args.starts, folds, engines, args.transfer_min_models)
         for (engine, label), pred in cv.items():
             results[(engine, label)] = errors(pred)
     table = summary(results).sort_values(["engine", "evaluation"], kind="stable")

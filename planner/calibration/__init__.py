@@ -37,6 +37,8 @@ The modules, each importing only the ones above it:
 * `prediction`: `Design`, `build_design`, `predict` and the batched / serving-wave timings.
 * `scoring`: `long_errors`, `error_table`, `overall_errors`.
 * `fit`: Levenberg-Marquardt, `fit_profile`, `identifiable`, `support`.
+* `transfer`: a GPU family's constants pooled from other engines' overrides for an engine
+  without rows of it (`pooled_family`, `transfer_family`, `needs_transfer`).
 * `recipes`: `BASE_EFFICIENCY`, `RECIPES`, `fit_recipe`, `cross_validate`,
   `fit_shipped_profiles`, `describe_fit`.
 * `profile_file`: `profile_document`, `profile_yaml`, `write_profile`.
@@ -121,6 +123,12 @@ from planner.calibration.recipes import (
     fit_shipped_profiles,
 )
 from planner.calibration.scoring import error_table, long_errors, overall_errors
+from planner.calibration.transfer import (
+    TRANSFER_MIN_MODELS,
+    needs_transfer,
+    pooled_family,
+    transfer_family,
+)
 from planner.calibration.vllm_results import (
     VLLM_METRIC_KEYS,
     VLLM_SOURCE_KEY,
@@ -185,6 +193,11 @@ __all__ = [
     "fit_profile",
     "identifiable",
     "support",
+    # transfer
+    "TRANSFER_MIN_MODELS",
+    "pooled_family",
+    "transfer_family",
+    "needs_transfer",
     # recipes
     "BASE_EFFICIENCY",
     "Recipe",

@@ -14,6 +14,7 @@ from planner.calibration.aic import AIC_ROW_OFFSET
 from planner.calibration.fit import FIT_PARAMS, fit_profile
 from planner.calibration.measurements import usable
 from planner.calibration.prediction import predict
+from planner.calibration.transfer import TRANSFER_MIN_MODELS, needs_transfer, transfer_family
 from planner.inputs.catalog import Catalog
 from planner.schema.engine import Efficiency, EngineProfile
 
@@ -368,11 +369,20 @@ def cross_validate(
     group_col: str = "source_key",
     n_starts: int = 3,
     start: EngineProfile | None = None,
+    donors: Mapping[str, EngineProfile] | None = None,
+    min_models: int = TRANSFER_MIN_MODELS,
 ) -> pd.DataFrame:
     """Leave one group out (a source by default): fit the recipe on the other groups,
     predict the held-out group's rows. Returns the held-out predictions of every group,
     with `held_out` naming the group and `fit_note` the constants the fit could not see.
-    `start` warm-starts every fold's fit (the optimiser's starting point only)."""
+    `start` warm-starts every fold's fit (the optimiser's starting point only).
+
+    `donors` (leaving a GPU family out only): other engines' profiles fitted on their own
+    rows, the left-out family's among them. A fold whose rows cover fewer than `min_models`
+    models takes the left-out family's constants from them (calibration.transfer), as a user
+    would whose engine has no rows of that family while other engines have; `fit_note` says
+    so. Without donors (or when no donor has the family) the fold is strict: the family's
+    rows of every engine are out of what predicts it."""
     rows = usable(measurements)
     rows = rows[rows["engine"].isin(recipe.engines)]
     parts = []
@@ -384,12 +394,25 @@ def cross_validate(
         profile, report = fit_recipe(
             measurements, catalog, recipe, row_filter=others, n_starts=n_starts, start=start
         )
+        note = ", ".join(report["default"]["not_identified"])
+        n_models = rows.loc[rows[group_col] != group, "model_id"].nunique()
+        if (
+            donors
+            and group_col == "gpu_family"
+            and needs_transfer(profile, str(group), n_models, min_models)
+        ):
+            params = recipe.family_params or recipe.params
+            donor_params = {
+                k: RECIPES[k].family_params or RECIPES[k].params for k in donors if k in RECIPES
+            }
+            profile, moved = transfer_family(profile, str(group), donors, params, donor_params)
+            note = "; ".join(x for x in (note, moved) if x)
         held = measurements[
             measurements["row_id"].isin(rows.loc[rows[group_col] == group, "row_id"])
         ]
         pred = predict(held, catalog, profile)
         pred["held_out"] = group
-        pred["fit_note"] = ", ".join(report["default"]["not_identified"])
+        pred["fit_note"] = note
         parts.append(pred)
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
