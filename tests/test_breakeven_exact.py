@@ -247,6 +247,10 @@ class TimeSteps(Steps):
 
     walked_out = 0
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.walk_floors: list[float] = []
+
 
 def test_over_time_the_walk_finds_the_window_the_grid_scan_missed():
     """The hand-made steps of the steady test, as a plan over time's $ a month: 10 / 96."""
@@ -267,3 +271,28 @@ def test_over_time_a_long_walk_hands_over_to_the_grid_scan_and_says_so():
     assert found is not None and cost(found) <= 100.0 * found * (1 + 1e-12)
     assert cost.walked_out == 1
     assert found >= cost.expected(100.0)  # type: ignore[operator]
+    # what the walk proved before handing over: nothing below its floor crosses
+    (floor,) = cost.walk_floors
+    assert 0 < floor <= cost.expected(100.0)  # type: ignore[operator]
+
+
+def test_a_walk_out_note_names_the_api_the_proven_floor_and_how_close_the_lines_run():
+    """Issue 16: after a walk-out the note says what is proven (no crossing below the walk's
+    floor, in req/s), what the grid scan found, and, where the API's $ per unit of demand is
+    within twice the plans' gap of the LP's, that the two costs run that close."""
+    from types import SimpleNamespace
+
+    from planner.planning.breakeven import _walk_out_note
+    from planner.schema.plan import ApiQuote
+
+    quote = ApiQuote("OpenRouter", "m", 1.0, 10.0, 0, 0, 0, "test", "2026")
+    cost = SimpleNamespace(
+        walk_floors=[0.5],
+        lower_slope=lambda: 1000.0,
+        options=SimpleNamespace(relative_gap=5e-3),
+    )
+    note = _walk_out_note(quote, cost, 1006.0, 40.0, 9.0)  # type: ignore[arg-type]
+    assert "vs OpenRouter" in note and "below 20 req/s" in note and "found 360 req/s" in note
+    assert "0.6% above" in note and "0.5% gap" in note
+    far = _walk_out_note(quote, cost, 1200.0, 40.0, None)  # type: ignore[arg-type]
+    assert "none in range" in far and "gap" not in far

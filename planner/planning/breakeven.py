@@ -223,6 +223,10 @@ class TimeSelfCost:
         self.cache: dict[float, float] = {}
         self.stopped = 0  # solves that ended at the time limit (incumbent, not proven)
         self.walked_out = 0  # break-even volumes the grid scan found after WALK_PLANS plans
+        # per walk-out, the scale below which the walk proved nothing crosses (issue 16)
+        self.walk_floors: list[float] = []
+        self.walk_notes: list[str] = []  # each walk-out named, in req/s (_compare_over_time)
+        self._lower_slope: float | None = None
         self.seconds = 0.0  # spent in those solves
 
     def __call__(self, scale: float) -> float:
@@ -244,13 +248,15 @@ class TimeSelfCost:
 
     def lower_slope(self) -> float:
         """$ a month per unit of scale that no plan can beat: the LP relaxation without the
-        redundancy floor is linear in the scale, and the MIP costs at least that."""
-        free = replace(self.problem, min_replicas=0)
-        model, _ = build_time_model(free, integer=False)
-        relaxed = solve(model, self.options)
-        if relaxed.status != "optimal":
-            return 0.0
-        return relaxed.objective / self.months
+        redundancy floor is linear in the scale, and the MIP costs at least that. Solved once
+        (every API's comparison asks)."""
+        if self._lower_slope is None:
+            free = replace(self.problem, min_replicas=0)
+            model, _ = build_time_model(free, integer=False)
+            relaxed = solve(model, self.options)
+            ok = relaxed.status == "optimal"
+            self._lower_slope = relaxed.objective / self.months if ok else 0.0
+        return self._lower_slope
 
 
 def break_even_over_time(
@@ -282,6 +288,7 @@ def break_even_over_time(
             return None
         scale = meet
     self_cost.walked_out += 1
+    self_cost.walk_floors.append(scale)
     return _grid_scan(self_cost, slope, scale, rel_tol)
 
 
@@ -424,7 +431,12 @@ def _compare_over_time(
         if progress is not None:
             progress(1)
         api_monthly = tp.api_monthly_usd(quote)
+        walked_out = self_cost.walked_out
         scale = break_even_over_time(self_cost, api_monthly)
+        if self_cost.walked_out > walked_out:
+            self_cost.walk_notes.append(
+                _walk_out_note(quote, self_cost, api_monthly, rates.sum(), scale)
+            )
         out.append(
             Comparison(
                 quote=quote,
@@ -436,6 +448,30 @@ def _compare_over_time(
             )
         )
     return out
+
+
+def _walk_out_note(
+    quote: ApiQuote, cost: TimeSelfCost, api_monthly: float, peak: float, scale: float | None
+) -> str:
+    """What a walk-out proves (issue 16): nothing below the walk's last scale crosses; the grid
+    scan's volume is a crossing, not surely the first. Near-parallel lines are why: the API's
+    $/month per unit of demand against the least any plan pays (the LP's)."""
+    floor = cost.walk_floors[-1] * peak
+    found = "none in range" if scale is None else f"{scale * peak:.4g} req/s"
+    lp = cost.lower_slope()
+    above = api_monthly / lp - 1 if lp > 0 else math.inf
+    closeness = (
+        f"; the API's price per unit of demand is {100 * above:.2g}% above the least any plan "
+        f"pays (the LP's), about the {100 * cost.options.relative_gap:g}% gap the plans are "
+        "solved to, so the two costs stay that close over a wide range of volumes"
+        if above <= 2 * cost.options.relative_gap
+        else ""
+    )
+    return (
+        f"break-even vs {quote.provider}: the walk proved no volume below {floor:.4g} req/s "
+        f"crosses; after {WALK_PLANS} plans the grid scan found {found}, a crossing that may "
+        f"not be the first{closeness}"
+    )
 
 
 def _class_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -610,10 +646,11 @@ def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:
             f"{cost.options.time_limit_s:g} s): their cost is the best plan found, not proven "
             "optimal (raise solver.max_nodes)"
         )
-    if cost.walked_out:
+    if cost.walked_out and not cost.walk_notes:  # walked out outside _compare_over_time
         notes.append(
             f"{cost.walked_out} break-even volume(s) over time from the grid scan after "
             f"{WALK_PLANS} plans of the exact walk (the API's line runs close to the plan's "
             "cost): a crossing at a lower volume may exist"
         )
+    notes.extend(cost.walk_notes)
     return tuple(notes)
