@@ -20,6 +20,13 @@ share of it), so the rows at demand x s are exactly the MIP's rows at that deman
 bounds are the model's at demand x hi: the bounds grow with the demand, so a plan optimal at
 any s <= hi keeps them. The solver's bound (its best bound, valid at a node or time limit too)
 is then a lower bound on every scale in [lo, hi] where some plan costs at most budget x s.
+
+Measured too weak for the walk to use it (t16j, `benchmarks/results/breakeven-first-crossing.md`):
+the LP relaxation rounds no period's replicas, so against owned-fleet's near-parallel OpenRouter
+line it proves 92.7 req/s in 18.9 CPU s where a plan is already under the line at 212.4; on
+diurnal-chatbot against Nebius it is tight (14.56 against 14.61) but costs 8.3 CPU s against
+the walk's 0.3 s. `break_even_over_time` therefore does not call it; it stays as the proven
+bound for `benchmarks/breakeven_first_crossing.py --over-time` and a stronger successor.
 """
 
 from __future__ import annotations
