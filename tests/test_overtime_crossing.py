@@ -69,6 +69,7 @@ def problems(draw) -> TimeProblem:
 SCAN = np.geomspace(0.05, 4.0, 80)  # the brute force's scales
 
 
+@pytest.mark.slow  # 25 problems, each scanned at 80 scales by solve_time
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.floats(0.6, 1.6))
 def test_bound_never_exceeds_the_brute_force_first_crossing(problem, factor):
