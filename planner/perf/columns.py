@@ -128,6 +128,8 @@ GRID_COLUMNS = _stage(
         ("eff_kv_reserve_output", "bool", SHARED, "engine: KV for I + O held per sequence"),
         # issue #10 (t10v): fixed decode cost per MoE layer (vLLM's fitted; 0 elsewhere)
         ("eff_moe_layer_us", "us", SHARED, "engine: decode step cost per MoE layer"),
+        # issue #10 (t10p): host floor of an eager prefill pass, per layer
+        ("eff_prefill_layer_us", "us", SHARED, "engine: host time per layer of a prefill pass"),
         ("batch", "sequences", INT32, "sequences per replica: engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT16, "which request shape of the grid spec"),
         ("input_len", "tokens", INT32, "prompt tokens per request"),
