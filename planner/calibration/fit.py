@@ -45,6 +45,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "request_overhead_ms": (0.0, 500.0),
     "benchmark_wave_share": (0.0, 1.0),
     "moe_layer_us": (0.0, 500.0),  # issue #10 (t10v): vLLM's per-MoE-layer decode cost
+    "prefill_layer_us": (0.0, 2000.0),  # issue #10 (t10p): host floor of an eager prefill pass
 }
 # Width of the prior that pulls a GPU-family override towards the default (natural units).
 FAMILY_PRIOR_SCALE: dict[str, float] = {
@@ -59,6 +60,7 @@ FAMILY_PRIOR_SCALE: dict[str, float] = {
     "request_overhead_ms": 50.0,
     "benchmark_wave_share": 0.2,
     "moe_layer_us": 20.0,
+    "prefill_layer_us": 200.0,
 }
 
 

@@ -56,7 +56,8 @@ def batch_prefill_ms(
 
     Per pass, the same terms as `evaluate`'s per-request prefill: compute at the prefill
     efficiency, the weights read once (MoE: the experts the pass's tokens touch), two
-    all-reduces per layer, the fixed prefill overhead. Compute and all-reduce payload scale
+    all-reduces per layer, the fixed prefill overhead, at least the host floor of an eager
+    pass (`evaluate.prefill_host_floor_s`, #10 t10p). Compute and all-reduce payload scale
     with B*I; weight reads, collective latencies and the overhead with the number of passes.
     For B = 1 and I <= chunk_tokens it equals `prefill_ms`. `frame` holds a grid's deployment
     and eff_* columns; batch and input_len default to its `batch` and `input_len` columns.
@@ -83,7 +84,8 @@ def batch_prefill_ms(
     )
     t_comm = passes * _pass_comm_s(model, frame, rank_prompts * i_len / passes)
     overhead = passes * _col(frame, "eff_prefill_overhead_ms")
-    return (np.maximum(t_c, t_m) + t_comm) * 1e3 + overhead
+    host = ev.prefill_host_floor_s(model, frame, passes)  # eager passes, #10 (t10p)
+    return np.maximum(np.maximum(t_c, t_m) + t_comm, host) * 1e3 + overhead
 
 
 def _layout_col(frame: pd.DataFrame, name: str) -> np.ndarray:

@@ -134,7 +134,22 @@ ENGINE_SPECULATION: dict[str, dict] = {"vllm": {"draft_forward_ms": VLLM_DRAFT_F
 # moe_layer_us 20 is an engineering default, not a measurement: a vLLM MoE layer launches 5-7
 # kernels (router GEMM, top-k, align/permute, two grouped GEMMs, combine) of a few us each
 # beyond their bytes; the fit moves it. Engines that do not fit it keep 0.
-ENGINE_START: dict[str, dict] = {"vllm": {"moe_layer_us": 20.0}}
+#
+# prefill_layer_us (#10, t10p): TensorRT-LLM replays CUDA graphs for decode-only steps and
+# runs context and mixed passes eagerly by default (its piecewise graphs for those are
+# opt-in, `torch_compile_config.enable_piecewise_cuda_graph`, and its docs say they
+# "primarily benefit host-bound iterations in the context phase": NVIDIA/TensorRT-LLM
+# docs/source/features/torch_compile_and_piecewise_cuda_graph.md), so a short prompt's pass
+# at high tp takes the host's time, not the GPU's. 454 us a layer is calibrated, not fitted
+# with the rest: `benchmarks/prefill_floor.py` on the prefill share of the dense aic
+# TensorRT-LLM 1.0.0rc3 H100 series (Llama-3.1-8B bf16, Qwen3-32B fp8, tp 1-8; 547 us on
+# Llama alone, 348 us on Qwen alone); the recipe's own fit, which also sees Qwen3-235B's short
+# prompts, does not pin it (84 +/- 100 us). vLLM (piecewise CUDA graphs by default) and
+# SGLang (its aic waves are GPU-bound passes: the floor never binds) keep 0.
+ENGINE_START: dict[str, dict] = {
+    "vllm": {"moe_layer_us": 20.0},
+    "trtllm": {"prefill_layer_us": 454.0},
+}
 
 
 @dataclass(frozen=True)
@@ -224,6 +239,9 @@ VLLM_FAMILY_PARAMS: tuple[str, ...] = (
 SGLANG_PARAMS: tuple[str, ...] = tuple(
     p for p in FIT_PARAMS if p not in ("benchmark_wave_share", "eta_kv")
 )
+# issue #10 (t10p): TensorRT-LLM's host floor of an eager prefill pass is calibrated apart
+# (ENGINE_START), not fitted: one value for every GPU family (the host's, not the GPU's).
+TRTLLM_PARAMS: tuple[str, ...] = SERVER_PARAMS
 
 RECIPES: dict[str, Recipe] = {
     "vllm": Recipe(
@@ -270,7 +288,7 @@ RECIPES: dict[str, Recipe] = {
         ("trtllm",),
         families=_SERVER_FAMILIES,
         min_family_rows=20,
-        params=SERVER_PARAMS,
+        params=TRTLLM_PARAMS,
         family_params=SERVER_FAMILY_PARAMS,
         base_prior_weight=0.2,
         caveats=(

@@ -224,6 +224,16 @@ def moe_layer_overhead_s(model: Model, df: pd.DataFrame) -> np.ndarray:
     return model.n_moe_layers / _col(df, "pp") * _col(df, "eff_moe_layer_us") * 1e-6
 
 
+def prefill_host_floor_s(model: Model, df: pd.DataFrame, passes: np.ndarray) -> np.ndarray:
+    """The least time `passes` prefill passes of one pipeline stage take on the host (#10,
+    t10p): an engine that runs context and mixed passes eagerly (no CUDA graph; TensorRT-LLM
+    and SGLang capture graphs for decode-only steps by default) launches every kernel of a
+    pass from the CPU, so a pass takes at least n_layers / pp x `prefill_layer_us`,
+    however little GPU work it holds. Zero where the profile's constant is 0."""
+    per_pass = model.num_hidden_layers / _col(df, "pp") * _col(df, "eff_prefill_layer_us")
+    return passes * per_pass * 1e-6
+
+
 def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     """One decode step. GEMMs (weights) and attention (KV cache) are separate kernels, each
     bound by its own roofline: max(t_weights, t_gemm) + max(t_kv, t_attention), plus the
@@ -360,6 +370,8 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     Shared: the prompt rides in passes of C = min(chunk, B I) tokens (the engine's chunk), so
     the weight read, collective latencies and fixed overhead of a pass are split over C tokens:
     max(FLOPs / (F eta_pf), W / (BW eta_mem) * I / C) + payload + (alpha + overhead) * I / C.
+    Host floor (#10, t10p): an eagerly run pass takes at least layers x prefill_layer_us
+    (`prefill_host_floor_s`): alone, per pass of the prompt; shared, its share I / C of one.
     Layouts: a stage holds 1/pp of the work; alone, the prompt runs on one attention rank
     and crosses the pp stages in ceil(I / chunk) micro-batches (`parallel.prefill_pipelined`);
     shared, the dp ranks and the pp stages prefill concurrently, so the share is one stage's.
@@ -391,9 +403,16 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     n_micro = np.ceil(i_len / _col(df, "eff_prefill_chunk_tokens"))
     p2p_bw, p2p_lat = sh.p2p_link(df)
     p2p = np.where(pp > 1, par.latency_p2p(i_len / n_micro, d, p2p_bw, p2p_lat), 0.0)
-    t_pf = par.prefill_pipelined(np.maximum(t_c, t_m) + t_comm, p2p, pp, n_micro) + overhead
+    # an eager pass is host-bound below layers x prefill_layer_us (#10, t10p): alone, each
+    # of the prompt's n_micro passes; shared, the prompt's share of the passes, as the weight
+    # read and the fixed costs of a pass are shared (a prompt per pass instead, what the
+    # dense aic closed loops suggest, made Qwen3-235B's short prompts 2x slow and leaving a
+    # model out worse: TPOT 23 -> 27%; benchmarks/prefill_floor.py)
+    gpu = np.maximum(np.maximum(t_c, t_m) + t_comm, prefill_host_floor_s(model, df, n_micro))
+    t_pf = par.prefill_pipelined(gpu, p2p, pp, n_micro) + overhead
     fixed = fixed_comm + overhead
     t_share = np.maximum(t_c_shared, t_m_pass * share) + payload + fixed * share
+    t_share = np.maximum(t_share, prefill_host_floor_s(model, df, share))
     out["prefill_ms"] = t_pf * 1e3
     out["prefill_share_ms"] = t_share * 1e3
     out["prefill_bound"] = _bound(t_m, t_c)

@@ -125,6 +125,16 @@ class Efficiency(Strict):
             "whole step_overhead_ms. Not fitted (no speculative rows in the calibration sets)"
         ),
     ] = None
+    # --- issue #10 (t10p): host-bound eager prefill passes
+    prefill_layer_us: Annotated[
+        float,
+        _up_to(100_000, "us"),
+        Field(
+            description="host time per layer of a prefill (context or mixed) pass the engine "
+            "runs eagerly, without a CUDA graph: a pass takes at least layers x this, "
+            "whatever its GPU work (0: the pass is GPU-bound, e.g. piecewise CUDA graphs)"
+        ),
+    ] = 0.0
 
 
 GIB = 2**30
