@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from time_problems import tiered_problem
+from time_problems import hand_problem, tiered_problem
 
-from planner.fleet.overtime import TierPrices, TimeProblem, solve_time
+from planner.fleet.overtime import TimeProblem, solve_time
 from planner.fleet.overtime_crossing import first_crossing
 from planner.fleet.solver import SolverOptions
 
@@ -27,14 +27,7 @@ def test_first_crossing_hand_computed():
     rents the rest: $300 on (0, 1/3], $500 on (1/3, 2/3], $700 on (2/3, 1]. Against a budget
     of $800 x s the first step never crosses (300 <= 800 s needs s >= 0.375 > 1/3); the second
     does from 500 / 800 = 0.625."""
-    problem = TimeProblem(
-        gpu=("g",),
-        tp=(1,),
-        capacity=np.array([[1.0]]),
-        demand=np.array([[3.0, 1.0]]),
-        hours=np.array([100.0, 100.0]),
-        prices=TierPrices(on_demand={"g": 2.0}, reserved={"g": 1.5}),
-    )
+    problem = hand_problem()
     for s, cost in ((0.3, 300.0), (0.5, 500.0), (0.625, 500.0), (0.9, 700.0)):
         assert solve_time(replace(problem, demand=problem.demand * s), EXACT).total_cost == (
             pytest.approx(cost)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from time_problems import hand_problem
 
 from planner.fleet.overtime import TierPrices, TimeProblem, solve_time
 from planner.fleet.solver import SolverOptions
@@ -142,14 +143,7 @@ def test_time_mip_hand_example():
     demand 3 and 1. On-demand $2/h, reserved $1.5/h for all 200 h. Best: reserve 1 (= $300),
     rent 2 in the busy period ($400): $700. All on-demand: (3 + 1) x 100 x 2 = $800; all
     reserved for the peak: 3 x 200 x 1.5 = $900."""
-    problem = TimeProblem(
-        gpu=("g",),
-        tp=(1,),
-        capacity=np.array([[1.0]]),
-        demand=np.array([[3.0, 1.0]]),
-        hours=np.array([100.0, 100.0]),
-        prices=TierPrices(on_demand={"g": 2.0}, reserved={"g": 1.5}),
-    )
+    problem = hand_problem()
     sol = solve_time(problem, OPTIONS)
     assert sol.total_cost == pytest.approx(700.0)
     assert sol.reserved == {"g": 1}

@@ -35,3 +35,17 @@ def tiered_problem(
         spot_max_share=draw(st.sampled_from([0.0, 0.3])), preemption_overhead=0.1,
         min_replicas=draw(st.integers(0, 2)), inventory=limits,
     )  # fmt: skip
+
+
+def hand_problem() -> TimeProblem:
+    """The hand-computed plan over time of test_timeplan and test_overtime_crossing: one GPU
+    type, one candidate of 1 GPU carrying 1 req/s, two periods of 100 h with demand 3 and 1,
+    on demand $2/h, reserved $1.5/h for all 200 h."""
+    return TimeProblem(
+        gpu=("g",),
+        tp=(1,),
+        capacity=np.array([[1.0]]),
+        demand=np.array([[3.0, 1.0]]),
+        hours=np.array([100.0, 100.0]),
+        prices=TierPrices(on_demand={"g": 2.0}, reserved={"g": 1.5}),
+    )
