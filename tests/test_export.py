@@ -14,6 +14,8 @@ import openpyxl
 import openpyxl.writer.excel
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openpyxl.utils import get_column_letter
 
 from planner.errors import InputError
@@ -971,3 +973,15 @@ def test_streamed_cells_land_below_openpyxls_rows_with_their_formats(tmp_path):
     ws["B3"] = "openpyxl's own row 3"  # streamed rows must lie below openpyxl's
     with pytest.raises(RuntimeError, match="overlap"):
         cells.patch(b"<worksheet><sheetData></sheetData></worksheet>")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_stream_escape_is_saxutils_escape(text):
+    """The streamed sheets escape XML as xml.sax.saxutils.escape does (without importing it,
+    issue 16)."""
+    from xml.sax.saxutils import escape as sax_escape
+
+    from planner.render.xlsx.stream import escape
+
+    assert escape(text) == sax_escape(text)

@@ -75,3 +75,17 @@ def test_solve_without_export_loads_only_what_it_uses():
     modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert "planner.planning.pipeline" in modules  # it did plan
     assert [m for m in NOT_FOR_SOLVE if m in modules] == []
+
+
+def test_the_workbook_writer_loads_no_network_modules(tmp_path):
+    """xml.sax.saxutils pulls in urllib.request and ssl (40-60 ms a workbook export); the
+    stream writer escapes XML itself (issue 16)."""
+    code = (
+        "import planner.render.xlsx, planner.render.xlsx.stream as s, json, sys\n"
+        "assert s.escape('a<b & c>d') == 'a&lt;b &amp; c&gt;d'\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "openpyxl" in modules  # it did load the writer
+    assert {"ssl", "urllib.request", "xml.sax.saxutils"} & modules == set()
