@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from planner.fleet import scaled
@@ -116,6 +116,11 @@ def narrow_windows(draw):
         cost = max(cost, previous * (1 + 1e-12))  # nondecreasing
         costs.append(cost)
         previous = cost
+    # distinct floats can give one edge (10**x rounds), and the nondecreasing clamp can
+    # raise step j's cost until its window is narrower than the walk's probe margin: such a
+    # case is not the narrow window this draws (hypothesis found edges 1.0, 1.0, 1 + 2.3e-7)
+    assume(all(a < b for a, b in zip(edges, edges[1:], strict=False)))
+    assume(costs[j] / slope * (1 + 2 * breakeven.EDGE_MARGIN) <= edges[j])
     return edges, costs, slope, draw(st.booleans()), draw(st.sampled_from(JUMPS))
 
 
