@@ -89,6 +89,36 @@ def test_the_contradicted_qwen3_235b_vllm_campaign_is_skipped_with_its_reason(ai
     assert (sglang["skip_reason"] == "").any()  # the reference campaign stays usable
 
 
+def test_the_contradicted_sglang_nvfp4_deepseek_campaign_is_skipped_with_its_evidence(aic_rows):
+    """Session 24: SGLang's unversioned NVFP4 DeepSeek-V3 rows on B200 are out, the FP8 rows of
+    0.5.9 on the same GPUs, model and tp stay; the evidence is in the measurements."""
+    deepseek = aic_rows[
+        (aic_rows["model_id"] == "deepseek-v3")
+        & (aic_rows["engine"] == "sglang")
+        & (aic_rows["gpu_id"] == "b200")
+    ]
+    fp4 = deepseek[
+        (deepseek["quant_id"] == "fp4") & (deepseek["source_key"] == "aic-sglang-unversioned")
+    ]
+    reason = aic.AIC_CONTRADICTED_QUANT[
+        ("sglang", "", "deepseek-ai/DeepSeek-V3", "b200_sxm", "nvfp4")
+    ]
+    assert len(fp4) == 19 and fp4["skip_reason"].str.contains(reason, regex=False).all()
+    fp8 = deepseek[(deepseek["quant_id"] == "fp8") & (deepseek["source_key"] == "aic-sglang-0.5.9")]
+    kept = fp8[fp8["skip_reason"] == ""]
+    assert len(kept) == 3  # the FP8 reference stays usable
+    # the same tp 4, ISL 8192 and concurrency (4, 8): FP4's TTFT is 9x FP8's or more
+    for c in (4, 8):
+        pick = {"tp": 4, "input_len": 8192, "batch": c}
+        a = fp4[(fp4[list(pick)] == pd.Series(pick)).all(axis=1)]["meas_ttft"].item()
+        f = kept[(kept[list(pick)] == pd.Series(pick)).all(axis=1)]["meas_ttft"].item()
+        assert a > 8.5 * f
+    # and at ISL 1024 the step from C <= 16 to C >= 32, at both tp
+    short = fp4[fp4["input_len"] == 1024]
+    assert short[short["batch"] <= 16]["meas_ttft"].max() < 0.61e3
+    assert short[short["batch"] >= 32]["meas_ttft"].min() > 7.0e3
+
+
 def _campaign(tpots: list[float], source: str) -> pd.DataFrame:
     n = len(tpots)
     return pd.DataFrame(

@@ -108,6 +108,17 @@ AIC_CONTRADICTED: dict[tuple[str, str, str, str], str] = {
         "and 2.2x); a flat per-step cost no other vLLM MoE campaign shows"
     ),
 }
+# The same, for one weight format of a campaign (engine, version, checkpoint, system,
+# gemm_quant_mode): the rest of that campaign stands
+AIC_CONTRADICTED_QUANT: dict[tuple[str, str, str, str, str], str] = {
+    ("sglang", "", "deepseek-ai/DeepSeek-V3", "b200_sxm", "nvfp4"): (
+        "contradicted by SGLang 0.5.9 on the same B200s, model and tp 4: TTFT 5.5 s at "
+        "C 4 and 6.7 s at C 8 (ISL 8192) with NVFP4 weights where the FP8 weights measured "
+        "0.59 and 0.78 s (FP4 halves the prefill's GEMM time); at ISL 1024 its TTFT steps from "
+        "0.43-0.60 s at C 8-16 to 7.1-9.2 s at C 32-128 at tp 4 and 8 alike: a stall of "
+        "seconds that no queue of 16 more 1K-token prompts (about 0.1 s of prefill) explains"
+    ),
+}
 AIC_LAYOUT_COLUMNS: tuple[str, ...] = ("pp", "ep", "dp_attention")  # the grid's, issue #10
 AIC_GPUS: dict[str, str] = {
     "h100_sxm": "h100-sxm",
@@ -183,6 +194,13 @@ def _kv(engine: str, quant_id: str, catalog: Catalog) -> tuple[str, str]:
     return catalog.quants[quant_id].default_kv_dtype, "KV dtype not published: quant default"
 
 
+def _contradicted(engine: str, raw: pd.Series, mode: str) -> list[str]:
+    """Why the row's campaign (or that campaign's weight format) is contradicted, if it is."""
+    campaign = (engine, str(raw["backend_version"]), str(raw["model_path"]), str(raw["system"]))
+    reasons = [AIC_CONTRADICTED.get(campaign), AIC_CONTRADICTED_QUANT.get((*campaign, mode))]
+    return [r for r in reasons if r is not None]
+
+
 def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     """One CSV row as a measurement row (the columns of MEASUREMENT_COLUMNS)."""
     engine = AIC_ENGINES[str(raw["backend"])]
@@ -201,9 +219,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         skips.append(f"gemm_quant_mode '{mode}' not mapped")
     if (str(raw["model_path"]), mode) in AIC_MIXED_PRECISION:
         skips.append(AIC_MIXED_PRECISION[(str(raw["model_path"]), mode)])
-    campaign = (engine, str(raw["backend_version"]), str(raw["model_path"]), str(raw["system"]))
-    if campaign in AIC_CONTRADICTED:
-        skips.append(AIC_CONTRADICTED[campaign])
+    skips += _contradicted(engine, raw, mode)
     is_moe = model_id is not None and model_id in catalog.models and catalog.model(model_id).moe
     skips += _parallel_skips(raw, bool(is_moe))
     notes = ["closed loop at concurrency batch_size"]

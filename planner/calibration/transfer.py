@@ -22,9 +22,10 @@ than each engine's better choice (benchmarks/results/s23-family-transfer-prototy
 
 When to transfer (`needs_transfer`): X has no override of F and the rows X's own constants
 were fitted on cover fewer than `min_models` models. Constants fitted on one model's rows
-are that model's as much as the engine's (SGLang's 28 Blackwell rows are all DeepSeek-V3:
-eta_mem 0.38 and eta_compute_prefill at its 0.3 bound, then Hopper's dense Qwen3-32B is
-predicted 1.8x slow); an engine fitted on several models keeps its own default, which
+are that model's as much as the engine's (SGLang's Blackwell rows are all DeepSeek-V3; in
+session 23 its 28 gave eta_mem 0.38 and eta_compute_prefill at its 0.3 bound, and Hopper's
+dense Qwen3-32B was predicted 1.8x slow; 9 are left since aic.AIC_CONTRADICTED_QUANT); an
+engine fitted on several models keeps its own default, which
 for vLLM is better than the donors' (TPOT 6% own, 10-24% transferred).
 """
 
