@@ -76,6 +76,28 @@ def test_estimate_holds_up_to_the_gpus_default_max_num_seqs(catalog):
     assert in_flight("a100-80gb", "bf16") == (256, 256)
 
 
+def test_estimate_concurrency_adds_the_others_decode_rows_where_the_engine_mixes(catalog):
+    """#10 (t10b): planner estimate --concurrency 32 on vLLM adds the other 31 sequences'
+    decode work in the prompt's one pass (1000 tokens fit beside them): TTFT = the idle
+    TTFT + the M/D/1 wait + 31/32 t_decode_rows; SGLang (no mixing) adds nothing."""
+    from planner.perf import queueing as q
+    from planner.planning.estimate import EstimateRequest, closed_loop
+
+    for engine, mixes in (("vllm", True), ("sglang", False)):
+        req = EstimateRequest(
+            model="llama-3.1-8b", gpu="h100-sxm", tp=1, quant="fp8", batch=None,
+            input_len=1000, output_len=100, engine=engine,
+        )  # fmt: skip
+        row = closed_loop(req, catalog, 32)
+        assert int(row["batch"]) == 32
+        rate = float(row["requests_per_s"])
+        wait = float(q.wait_for_prefill(rate * 31 / 32, row["prefill_share_ms"] * 1e-3, "mean"))
+        fused = 31 / 32 * float(row["t_decode_rows_ms"]) if mixes else 0.0
+        want = float(row["ttft_unloaded_ms"]) + wait * 1e3 + fused
+        assert float(row["ttft_ms"]) == pytest.approx(want, rel=1e-6)
+        assert (float(row["t_decode_rows_ms"]) > 0) and (fused > 0) == mixes
+
+
 def test_the_grid_carries_the_engines_chunk(catalog):
     """build_grid resolves each GPU's chunk: SGLang on B200 prefills 16384 tokens a pass."""
     model = catalog.model("llama-3.1-8b")
