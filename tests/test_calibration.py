@@ -270,7 +270,9 @@ def test_vllm_results_map_to_the_measurement_schema(measurements):
 def test_serving_wave_by_hand(catalog):
     """32 prompts of 1024 tokens = 4 passes of 8192; prompt j completes in pass ceil(j/8), so
     mean TTFT = 2.5 passes (+ the per-request latency) and a request decodes through 1.5
-    prefill passes on average."""
+    prefill passes on average. Pass k also runs the decode tokens of the 8 (k - 1) prompts
+    done before it (#10, t10b): D (k - 1) / 4 with D the decode work of all 32, which adds
+    D mean(k (k - 1)) / 8 = 5 D / 8 to the TTFT and 0.875 D to the riding passes."""
     doc = {"request_rate": "inf", "max_concurrency": 32, "num_prompts": 64, "completed": 64,
            "total_input_tokens": 64 * 1024, "total_output_tokens": 64 * 101,
            "mean_tpot_ms": 20.0, "mean_ttft_ms": 500.0, "output_throughput": 1000.0}  # fmt: skip
@@ -284,9 +286,11 @@ def test_serving_wave_by_hand(catalog):
     whole = cal.batch_prefill_ms(model, grid)
     step = core["tpot_step_ms"]
     per_pass = whole[0] / 4
+    rows_d = core["t_decode_rows_ms"][0]
     overhead = profile.for_family("hopper").request_overhead_ms  # per request (#10)
-    assert pred["pred_ttft"].iloc[0] == pytest.approx(2.5 * per_pass + overhead)
-    assert pred["pred_tpot"].iloc[0] == pytest.approx(step[0] + 1.5 * (per_pass - step[0]) / 100)
+    assert pred["pred_ttft"].iloc[0] == pytest.approx(2.5 * per_pass + 5 * rows_d / 8 + overhead)
+    riding = 1.5 * (per_pass - step[0]) + 0.875 * rows_d
+    assert pred["pred_tpot"].iloc[0] == pytest.approx(step[0] + riding / 100)
     assert pred["pred_ttft"].iloc[1] == pytest.approx(whole[1] + overhead)
     assert pred["pred_tpot"].iloc[1] == pytest.approx(step[1])
     e2e = whole + 100 * step

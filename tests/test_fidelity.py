@@ -90,12 +90,16 @@ def test_closed_loop_benchmark_mixes_wave_and_steady(monkeypatch):
             "eff_request_overhead_ms": [50.0],
         }
     )
-    core = {"requests_per_s": np.array([1e9]), "tpot_step_ms": np.array([20.0])}
+    core = {
+        "requests_per_s": np.array([1e9]),
+        "tpot_step_ms": np.array([20.0]),
+        "t_decode_rows_ms": np.array([5.0]),
+    }
     monkeypatch.setattr(
         pr, "closed_loop_ms", lambda g, c: (np.array([100.0]), np.array([20.0]), None)
     )
     monkeypatch.setattr(
-        pr, "serving_wave_ms", lambda m, g, s: (np.array([1000.0]), np.array([30.0]))
+        pr, "serving_wave_ms", lambda m, g, s, c, d: (np.array([1000.0]), np.array([30.0]))
     )
     ttft, tpot, thr = pr.closed_loop_benchmark_ms(None, grid, core, np.array([True]))
     assert ttft[0] == pytest.approx(195.0)

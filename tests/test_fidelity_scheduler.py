@@ -10,6 +10,7 @@ import pytest
 
 from planner.calibration import prediction as pr
 from planner.calibration.recipes import RECIPES
+from planner.perf import roofline as rf
 from planner.perf.candidates import GridSpec, build_grid
 from planner.perf.evaluate import evaluate
 
@@ -75,6 +76,28 @@ def test_estimate_holds_up_to_the_gpus_default_max_num_seqs(catalog):
     assert in_flight("a100-80gb", "bf16") == (256, 256)
 
 
+def test_estimate_concurrency_adds_the_others_decode_rows_where_the_engine_mixes(catalog):
+    """#10 (t10b): planner estimate --concurrency 32 on vLLM adds the other 31 sequences'
+    decode work in the prompt's one pass (1000 tokens fit beside them): TTFT = the idle
+    TTFT + the M/D/1 wait + 31/32 t_decode_rows; SGLang (no mixing) adds nothing."""
+    from planner.perf import queueing as q
+    from planner.planning.estimate import EstimateRequest, closed_loop
+
+    for engine, mixes in (("vllm", True), ("sglang", False)):
+        req = EstimateRequest(
+            model="llama-3.1-8b", gpu="h100-sxm", tp=1, quant="fp8", batch=None,
+            input_len=1000, output_len=100, engine=engine,
+        )  # fmt: skip
+        row = closed_loop(req, catalog, 32)
+        assert int(row["batch"]) == 32
+        rate = float(row["requests_per_s"])
+        wait = float(q.wait_for_prefill(rate * 31 / 32, row["prefill_share_ms"] * 1e-3, "mean"))
+        fused = 31 / 32 * float(row["t_decode_rows_ms"]) if mixes else 0.0
+        want = float(row["ttft_unloaded_ms"]) + wait * 1e3 + fused
+        assert float(row["ttft_ms"]) == pytest.approx(want, rel=1e-6)
+        assert (float(row["t_decode_rows_ms"]) > 0) and (fused > 0) == mixes
+
+
 def test_the_grid_carries_the_engines_chunk(catalog):
     """build_grid resolves each GPU's chunk: SGLang on B200 prefills 16384 tokens a pass."""
     model = catalog.model("llama-3.1-8b")
@@ -117,9 +140,9 @@ def test_shipped_trtllm_reserves_and_sglang_does_not_mix(catalog):
     assert catalog.engine("sglang").default.benchmark_wave_share == 1.0
 
 
-def _wave(monkeypatch, mixes: bool) -> tuple[float, float]:
+def _wave(monkeypatch, mixes: bool, rows_ms: float | None = None) -> tuple[float, float]:
     """A wave of B = 2 prompts of 8192 tokens, chunk 8192, O = 11, stubbed to a 100 ms pass
-    and a 10 ms decode step."""
+    and a 10 ms decode step (`rows_ms`: the two sequences' decode work in a fused pass)."""
     grid = pd.DataFrame(
         {
             "batch": [2.0],
@@ -130,7 +153,8 @@ def _wave(monkeypatch, mixes: bool) -> tuple[float, float]:
         }
     )
     monkeypatch.setattr(pr, "batch_prefill_ms", lambda m, g, b, i, c: np.array([200.0]))
-    ttft, tpot = pr.serving_wave_ms(None, grid, np.array([10.0]))
+    rows = None if rows_ms is None else np.array([rows_ms])
+    ttft, tpot = pr.serving_wave_ms(None, grid, np.array([10.0]), None, rows)
     return float(ttft[0]), float(tpot[0])
 
 
@@ -144,6 +168,40 @@ def test_a_wave_without_mixing_waits_out_the_other_prompts(monkeypatch):
     assert ttft_mixed == ttft_apart == pytest.approx(150.0)
     assert tpot_mixed == pytest.approx(14.5)
     assert tpot_apart == pytest.approx(15.0)
+
+
+def test_a_fused_wave_pass_carries_the_decode_rows_of_the_prompts_before_it(monkeypatch):
+    """#10 (t10b): with D = 8 ms of decode work for both sequences, pass 1 carries none
+    (p_1 = 100), pass 2 the decode of prompt 1 (p_2 = 100 + 8 x 1/2 = 104). TTFT = (100 +
+    204) / 2 = 152 ms; prompt 1's token in pass 2 takes 104 ms: TPOT = ((104 + 90) / 10 +
+    10) / 2 = 14.7 ms. Without mixing (SGLang) the decode rows change nothing."""
+    ttft, tpot = _wave(monkeypatch, True, 8.0)
+    assert ttft == pytest.approx(152.0)
+    assert tpot == pytest.approx(14.7)
+    assert _wave(monkeypatch, False, 8.0) == _wave(monkeypatch, False)
+    assert _wave(monkeypatch, True, 0.0) == pytest.approx(_wave(monkeypatch, True))
+
+
+def test_decode_rows_in_a_busy_prompts_passes_hand_computed():
+    """#10 (t10b): B = 64 in flight, chunk 8192, D = 16 ms for all 64 decode tokens. A
+    1,024-token prompt fits one pass beside the other 63 (budget 8129): 16 x 63/64 =
+    15.75 ms. An 8,192-token prompt needs two passes (8129 + 63): 31.5 ms. Alone (B = 1)
+    nothing is added."""
+    got = rf.decode_rows_in_prefill(16.0, np.array([64.0, 64.0, 1.0]), [1024, 8192, 8192], 8192)
+    assert got == pytest.approx([15.75, 31.5, 0.0])
+
+
+def test_decode_rows_grow_with_the_batch_and_vanish_alone(catalog):
+    """The batch's decode work in a fused pass is positive, grows with the batch and is
+    at most the decode step (it leaves out the step's weight read and fixed costs)."""
+    model = catalog.model("llama-3.1-8b")
+    spec = GridSpec(gpus=[catalog.gpu("h100-sxm")], quants=[catalog.quant("bf16")], tps=[1],
+                    batches=[1, 16, 256], shapes=[(1024, 1024)])  # fmt: skip
+    grid, _ = build_grid(model, spec, catalog.engine("vllm"), False)
+    out = evaluate(model, grid, statistic="none")
+    rows, step = out["t_decode_rows_ms"].to_numpy(), out["tpot_step_ms"].to_numpy()
+    assert (rows > 0).all() and (np.diff(rows) > 0).all()
+    assert (rows < step).all()
 
 
 def test_sglang_fits_no_wave_share_and_vllm_trtllm_fit_eta_kv():

@@ -146,6 +146,7 @@ _SERVING_COLUMNS = (
     "requests_per_s",
     "prefill_share_ms",
     "ttft_unloaded_ms",
+    "t_decode_rows_ms",
 )
 
 
@@ -250,7 +251,8 @@ def _predict_metrics(
     kinds = grid["scenario_kind"].to_numpy()
     wave = kinds == "serving"
     if wave.any():
-        w_ttft, w_tpot = serving_wave_ms(model, grid[wave], tpot[wave])
+        rows = np.asarray(core["t_decode_rows_ms"], dtype=float)[wave]
+        w_ttft, w_tpot = serving_wave_ms(model, grid[wave], tpot[wave], None, rows)
         ttft[wave], tpot[wave] = w_ttft + _col(grid[wave], "eff_request_overhead_ms"), w_tpot
     poisson = kinds == "serving_poisson"
     tpot[poisson] = np.asarray(core["tpot_ms"], dtype=float)[poisson]
@@ -287,6 +289,7 @@ def serving_wave_ms(
     grid: pd.DataFrame,
     tpot_step_ms: np.ndarray,
     chunk_tokens: np.ndarray | float | None = None,
+    decode_rows_ms: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean TTFT and mean TPOT of a wave of B equal requests that arrive together.
 
@@ -309,6 +312,11 @@ def serving_wave_ms(
     the other n - k_j passes without decoding, then decodes all its tokens:
 
         TPOT (no mixing) = mean_j(((n - k_j) p + (O - 1) s) / (O - 1))
+
+    Fused passes (#10, t10b; mixing engines, when `decode_rows_ms` D, the decode work of
+    all B sequences in one pass, is given): pass k also runs the decode tokens of the
+    r_k = min(floor((k - 1) C / I), B) prompts already prefilled, so it takes
+    p_k = p + D r_k / B, and the sums above run over p_k instead of k p and m p.
     """
     b = np.maximum(np.rint(_col(grid, "batch")), 1.0).astype(int)
     i_len = _col(grid, "input_len")
@@ -320,16 +328,22 @@ def serving_wave_ms(
     rank_b = np.ceil(b / _layout_col(grid, "dp_attention")).astype(int)
     passes = np.maximum(np.ceil(rank_b * i_len / chunk), 1.0)
     per_pass = total / passes
+    rows_ms = np.zeros(len(b)) if decode_rows_ms is None else np.asarray(decode_rows_ms, float)
     ttft = np.empty(len(b))
     tpot = np.empty(len(b))
     for n, (bb, ii, oo, nn) in enumerate(zip(rank_b, i_len, o_len, passes, strict=True)):
         k = np.maximum(np.ceil(np.arange(1, bb + 1) * ii / chunk[n]), 1.0)
-        ttft[n] = k.mean() * per_pass[n]
         decode = max(oo - 1.0, 1.0)
         if mixes[n]:
+            # pass time p_k with the decode rows of the prompts prefilled before it (t10b)
+            done = np.minimum(np.floor(np.arange(nn) * chunk[n] / ii), bb)
+            ends = np.concatenate(([0.0], np.cumsum(per_pass[n] + rows_ms[n] * done / bb)))
+            ttft[n] = ends[k.astype(int)].mean()
             m = np.minimum(nn - k, decode)
-            tpot[n] = np.mean(m * per_pass[n] + (decode - m) * tpot_step_ms[n]) / decode
+            riding = ends[(k + m).astype(int)] - ends[k.astype(int)]
+            tpot[n] = np.mean(riding + (decode - m) * tpot_step_ms[n]) / decode
         else:  # waits out the other prompts' passes, then decodes all O - 1 tokens
+            ttft[n] = k.mean() * per_pass[n]
             tpot[n] = np.mean((nn - k) * per_pass[n] + decode * tpot_step_ms[n]) / decode
     return ttft, tpot
 
@@ -372,7 +386,9 @@ def closed_loop_benchmark_ms(
     f = _col(grid, "eff_benchmark_wave_share")
     s_ttft, s_tpot, _ = closed_loop_ms(grid, sub)
     slot = _slot_wait_ms(grid, sub)
-    w_ttft, w_tpot = serving_wave_ms(model, grid, np.asarray(sub["tpot_step_ms"], dtype=float))
+    w_ttft, w_tpot = serving_wave_ms(
+        model, grid, np.asarray(sub["tpot_step_ms"], dtype=float), None, sub["t_decode_rows_ms"]
+    )
     w_ttft = w_ttft + _col(grid, "eff_request_overhead_ms") + slot
     if CLOSED_LOOP_TIMING == "mixed":
         ttft = f * w_ttft + (1.0 - f) * s_ttft
@@ -401,14 +417,26 @@ def closed_loop_ms(
     concurrency stays in `concurrency`); `core` is `evaluate` at batch b:
     R = requests_per_s, TPOT = tpot_ms (other requests' prefills interleaved, not its own),
     TTFT = ttft_unloaded + M/D/1 wait behind the other b - 1 clients' prefills (mean)
-    + (C - b) / R for clients beyond b, throughput = R * O."""
+    + (C - b) / R for clients beyond b + the other b - 1 sequences' decode work in the
+    passes that prefill the prompt (`_fused_rows_ms`, #10 t10b), throughput = R * O."""
     b = _col(grid, "batch")
     rate = np.asarray(core["requests_per_s"], dtype=float)
     share = np.asarray(core["prefill_share_ms"], dtype=float) * 1e-3
     wait = q.wait_for_prefill(rate * (b - 1.0) / b, share, "mean")
     ttft = np.asarray(core["ttft_unloaded_ms"], dtype=float) + wait * 1e3
-    ttft = ttft + _slot_wait_ms(grid, core)
+    ttft = ttft + _slot_wait_ms(grid, core) + _fused_rows_ms(grid, core)
     return ttft, np.asarray(core["tpot_ms"], dtype=float), rate * _col(grid, "output_len")
+
+
+def _fused_rows_ms(grid: pd.DataFrame, core: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The other in-flight sequences' decode work in the passes that prefill a prompt, for
+    an engine that fuses them into one forward (`roofline.decode_rows_in_prefill`, #10
+    t10b; 0 where the engine does not mix, SGLang). Under attention DP a rank's
+    ceil(b / dp) sequences share its pass."""
+    rank_b = np.ceil(_col(grid, "batch") / _layout_col(grid, "dp_attention"))
+    rows = np.asarray(core["t_decode_rows_ms"], dtype=float)
+    extra = rf.decode_rows_in_prefill(rows, rank_b, _col(grid, "input_len"), _chunk(grid))
+    return np.where(_mixes(grid), extra, 0.0)
 
 
 def _layout(row: pd.Series) -> tuple[int, int, int]:

@@ -168,6 +168,7 @@ MODEL_COLUMNS = _stage(
         ("t_compute_ms", "ms", FLOAT32, "compute time of the decode step"),
         ("t_comm_ms", "ms", FLOAT32, "collectives per step: all-reduces, all-to-all, stage sends"),
         ("t_overhead_ms", "ms", FLOAT32, "fixed per-step cost: launch, scheduling, sampling"),
+        ("t_decode_rows_ms", "ms", FLOAT32, "the batch's decode tokens in a fused prefill pass"),
         ("tpot_step_ms", "ms", FLOAT, "decode time per output token: step / tokens_per_step"),
         ("bound", "name", ID, "memory or compute: which roofline bound holds in decode"),
         ("intensity_flop_per_byte", "FLOP/B", FLOAT32, "arithmetic intensity of the decode step"),

@@ -278,7 +278,13 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
     t_p2p = np.where(pp > 1, par.latency_p2p(rank_tokens, model.hidden_size, p2p_bw, p2p_lat), 0.0)
     step = par.decode_period(stage, t_p2p, pp)
     flops = gemm_flops + attn_flops
+    # issue #10 (t10b): what the batch's decode tokens add to a pass that also prefills
+    # (vLLM V1 runs a step's decode tokens and prefill chunks as one forward): their GEMM
+    # FLOPs, their KV read or attention and their per-sequence cost; the weight read, the
+    # collectives' latencies and the fixed step cost are the prefill pass's already
+    rows = pp * (t_gemm + np.maximum(t_kv, t_attn) + micro * per_seq)
     out.update(
+        t_decode_rows_ms=rows * 1e3,
         bytes_weights_per_step_gb=w_bytes / GB,
         bytes_kv_per_step_gb=kv_bytes / GB,
         flops_per_step_tflop=flops / 1e12,

@@ -104,3 +104,23 @@ def tpot_with_prefill(
     steps = np.maximum(np.asarray(output_len, float) - 1.0, 1.0)
     others = np.maximum(b - 1.0, 0.0) * np.asarray(prefill, float)
     return np.asarray(tpot_step, float) + others / steps
+
+
+def decode_rows_in_prefill(
+    decode_rows: ArrayLike, batch: ArrayLike, new_tokens: ArrayLike, chunk: ArrayLike
+) -> Array:
+    """What the other B - 1 sequences' decode tokens add to a prompt's TTFT on a busy
+    replica whose engine runs a step's decode tokens and prefill chunks as one forward
+    (vLLM V1: the running requests are scheduled first, a token of the step's budget each,
+    and the waiting prompt's chunk takes what is left; issue #10, t10b). The prompt needs
+    n = ceil(I / max(chunk - (B - 1), 1)) such passes, each carrying the others' decode work
+    (`decode_rows` is that work for all B sequences: GEMM FLOPs, KV read or attention, the
+    per-sequence cost; the weight read and fixed costs are the prefill's already):
+
+        t = n x decode_rows x (B - 1) / B
+    """
+    b = np.maximum(np.asarray(batch, float), 1.0)
+    others = b - 1.0
+    budget = np.maximum(np.asarray(chunk, float) - others, 1.0)
+    passes = np.ceil(np.asarray(new_tokens, float) / budget)
+    return passes * np.asarray(decode_rows, float) * others / b

@@ -13,6 +13,7 @@ from planner.errors import InputError, shorten
 from planner.inputs.catalog import Catalog
 from planner.perf import columns
 from planner.perf import queueing as q
+from planner.perf import roofline as rf
 from planner.perf.candidates import (
     GridSpec,
     InvalidCombination,
@@ -211,7 +212,8 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.
     """C clients in a closed loop (`vllm bench serve --max-concurrency C`, AIPerf, SGLang
     bench_serving): b = min(C, max_num_seqs, what memory holds) sequences decode at once;
     throughput R = b / (O step(b) + b t_pf) (Little's law over the batch); TTFT = the
-    prefill on the replica + the prefills of the other b - 1 ahead of it (M/D/1) + the
+    prefill on the replica + the other b - 1 sequences' decode work in its fused passes
+    (`_fused_rows_ms`) + the prefills of the other b - 1 ahead of it (M/D/1) + the
     wait of requests beyond b for a free sequence slot, (C - b) / R. TPOT is at batch b;
     throughput is min(R, C / (TTFT + (O - 1) TPOT)) O (clients wait out their TTFT)."""
     seqs, held = _in_flight_cap(req, catalog)
@@ -221,13 +223,27 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.
     share = float(row["prefill_share_ms"]) * 1e-3
     others = rate * (b - 1) / b  # the prefills of the other b - 1 in-flight clients
     wait = float(q.wait_for_prefill(others, share, req.statistic)) + max(concurrency - b, 0) / rate
-    row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + wait * 1e3
+    fused = _fused_rows_ms(req, catalog, row, b)  # the others' decode work in its passes
+    row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + wait * 1e3 + fused
     # Little's law over the clients: each is idle for its request's per-request latency
     life_s = (float(row["ttft_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])) * 1e-3
     rate = min(rate, concurrency / life_s)
     row["throughput_tok_s"] = rate * req.output_len
     row["capacity_requests_per_s"] = rate
     return _with_load(row, "concurrency", concurrency, b, seqs)
+
+
+def _fused_rows_ms(req: EstimateRequest, catalog: Catalog, row: pd.Series, b: int) -> float:
+    """The other b - 1 sequences' decode work in the passes that prefill a prompt, on an
+    engine that runs them as one forward (`roofline.decode_rows_in_prefill`, #10 t10b;
+    0 for an engine that does not mix, SGLang)."""
+    if not catalog.engine(req.engine).mixes_prefill:
+        return 0.0
+    rank_b = math.ceil(b / req.dp_attention)
+    new = req.input_len - req.prefix_cached_tokens
+    chunk = float(row["eff_prefill_chunk_tokens"])
+    extra = rf.decode_rows_in_prefill(float(row["t_decode_rows_ms"]), rank_b, new, chunk)
+    return float(extra)
 
 
 def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> pd.Series:
