@@ -135,6 +135,17 @@ class Efficiency(Strict):
             "whatever its GPU work (0: the pass is GPU-bound, e.g. piecewise CUDA graphs)"
         ),
     ] = 0.0
+    # --- issue #10 (t10g): GEMM efficiency by the per-GPU shape (perf/gemm_shape.py)
+    gemm_epilogue: Annotated[
+        float,
+        between(0, 1),
+        Field(
+            description="share of a prefill linear layer's output write (M x N per GPU, "
+            "16-bit) not hidden under the GEMM's tensor-core main loop: adds that write at "
+            "eta_mem to the prefill GEMMs, an efficiency K / (K + k0) in the per-GPU K "
+            "(0: the write is overlapped, the prefill GEMMs run at eta_compute_prefill)"
+        ),
+    ] = 0.0
 
 
 GIB = 2**30
