@@ -1,37 +1,40 @@
-"""GEMM efficiency by the per-GPU GEMM shape: the output write of a linear layer (issue #10, t10g).
+"""GEMM efficiency by the per-GPU GEMM shape: prefill GEMMs with a short K (issue #10, t10g).
 
 A tensor-parallel linear layer of a prefill pass is one GEMM per GPU of M tokens x N outputs
 x K inputs: column-parallel layers (QKV, gate/up) cut N by tp, row-parallel ones (attention
 output, down) cut K by tp and write the full N-wide partial sums that the all-reduce then
-adds. A Hopper/Blackwell GEMM kernel computes an output tile over the whole K loop on the
-tensor cores, then stores it (the epilogue); if the store of a tile is not hidden under the
-next tile's main loop, the GEMM takes
+adds. A Hopper GEMM kernel runs the whole K loop of an output tile on the tensor cores, then
+stores the tile (the epilogue: scaling, conversion, the store of M x N 16-bit outputs); the
+part of that per-tile cost not hidden under the main loop makes a short-K GEMM run below
+the rate of a long-K one of the same FLOPs. With k0 = c F / BW (c in units of the card's
+ridge, F the GEMM's dense peak, BW its HBM bandwidth):
 
-    t = 2 M N K / (F eta_pf) + s M N b_out / (BW eta_mem)
+    eta(K) = eta_pf K / (K + k0)
+    t = 2 M N K / (F eta_pf) + c (2 M N) / (BW eta_pf)      (the same time, additively)
 
-(s: the share of the output write not overlapped, `gemm_epilogue`; b_out = 2 bytes of
-BF16 output), i.e. an efficiency that saturates in the per-GPU K:
+The added time is c x the 16-bit output bytes at the prefill efficiency of the bandwidth,
+whatever the compute dtype, so it weighs twice as much against an FP8 GEMM's main loop as
+a BF16 one's. N and M do not enter: with thousands of prompt tokens a pass fills every SM
+(tile and wave quantisation are left out; they would make a larger GEMM slower per FLOP at
+some sizes). A row-parallel layer at tp 8 has K / 8: Llama-3.1-8B's attention output 512,
+its down projection 1,792; Qwen3-32B's 1,024 and 3,200.
 
-    eta(K) = eta_pf K / (K + k0),   k0 = s (F eta_pf / (BW eta_mem)) b_out / 2
+c is sourced, not fitted to the serving rows: DeepGEMM's README (deepseek-ai/DeepGEMM,
+February 2025, "Normal GEMMs for dense models", FP8 with fine-grained scaling, BF16 output,
+H800 with NVCC 12.8: the H100 SXM's 1,979 TFLOP/s dense FP8 and 3.35 TB/s HBM3; the table as
+quoted verbatim in charliedream1/ai_wiki 31_LLM/05_训练/11_加速/03_deepseek/
+03_deepGemm_MOE_fp8.md, since the current README no longer carries it) measures at
+M = 4096: K 512 (N 32768) 590 TFLOPS, K 1536 (N 24576) 990, K 2048 (N 7168) 1,025,
+K 7168 (N 4096) 1,304, K 16384 (N 7168) 1,358. A least-squares fit of a K / (K + k0) in log
+gives a = 1,422 TFLOPS (72% of peak) and k0 = 720 FLOP/byte, every point within 3%:
+c = 720 / (1979 / 3.35) = 1.22 (GEMM_K0_RIDGE). The N = 2112 row (1,058 TFLOPS at K 7168)
+shows a further N effect at small N that is left out.
 
-N and M do not enter (with thousands of prompt tokens a pass fills every SM; tile and wave
-quantisation are left out, they would make a larger GEMM slower per FLOP at some sizes).
-A row-parallel layer at tp 8 has K / 8: Llama-3.1-8B's attention output 512, its down
-projection 1,792; Qwen3-32B's 1,024 and 3,200.
-
-Published evidence for the form and the size of k0 (FP8, H800: 1,979 TFLOP/s dense, 3.35 TB/s,
-the H100 SXM's compute and HBM): DeepGEMM's README (deepseek-ai/DeepGEMM, Feb 2025 table
-"Grouped GEMMs for MoE models (contiguous layout)", as quoted verbatim in
-charliedream1/ai_wiki 31_LLM/05_训练/11_加速/03_deepseek/03_deepGemm_MOE_fp8.md) measures
-M = 8192 x 4 groups at N 4096, K 7168: 1,297 TFLOPS and at N 7168, K 2048: 1,099 TFLOPS
-(M = 4096 x 8: 1,288 and 1,093). K/(K + k0) gives that ratio (0.847) at k0 = 559, against the
-card's ridge F/BW = 590 FLOP/byte; with eta(7168) = 1297/1979 the large-K efficiency is
-0.71, and k0 = 559 then needs an HBM efficiency of 0.75 in the formula above: the write is
-not overlapped (s = 1) at the bandwidth efficiency the decode fits find (0.75-0.81).
-
-The routed experts' GEMM outputs are already counted, as bytes, in
-`moe_prefill.activation_bytes_per_gpu`; this module covers the other linear layers (attention
-projections, dense FFNs, shared experts). The LM head runs on one token a prompt: left out.
+Routed experts take the same factor (`routed_output_bytes_per_gpu`): an expert split s ways
+(moe_tp) has K = f / s in its down projection, 192 for Qwen3-235B's 1,536-wide experts at
+moe_tp 8, where K / (K + k0) is 0.21 in FP8 (an extrapolation below the table's K 512).
+Their activations' traffic between kernels stays in `moe_prefill.activation_bytes_per_gpu`.
+The LM head runs on one token a prompt: left out.
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ from planner.perf import roofline as rf
 from planner.schema.model import Model
 
 Array = NDArray[np.float64]
+
+# k0 / (F / BW) of DeepGEMM's FP8 normal GEMMs on H800 (module docstring): 720 / 590.7.
+GEMM_K0_RIDGE = 1.22
+GEMM_K0_SOURCE = (
+    "DeepGEMM README (Feb 2025), normal FP8 GEMMs on H800 at M 4096, K 512-16384: "
+    "TFLOPS = 1422 K / (K + 720), k0 = 1.22 x F/BW"
+)
 
 
 def output_elements_per_token(model: Model, tp: ArrayLike) -> Array:
@@ -70,21 +80,51 @@ def output_elements_per_token(model: Model, tp: ArrayLike) -> Array:
     return out
 
 
-def epilogue_bytes_per_gpu(
+def output_bytes_per_gpu(
     model: Model, tokens: ArrayLike, tp: ArrayLike, attention_ranks: ArrayLike, pp: ArrayLike
 ) -> Array:
-    """HBM bytes the linear layers of `tokens` prefill tokens write on one GPU of a stage:
-    the tokens split over the attention ranks, the layers over pp stages, 16-bit outputs."""
+    """16-bit output bytes the linear layers of `tokens` prefill tokens write on one GPU of
+    a stage: the tokens split over the attention ranks, the layers over pp stages."""
     n = np.asarray(tokens, dtype=float) / np.asarray(attention_ranks, dtype=float)
     per_token = output_elements_per_token(model, tp)
-    return rf.ACTIVATION_BYTES * n * per_token / np.asarray(pp, dtype=float)
+    out: Array = rf.ACTIVATION_BYTES * n * per_token / np.asarray(pp, dtype=float)
+    return out
 
 
-def shape_efficiency(k_per_gpu: ArrayLike, ridge: ArrayLike, share: ArrayLike = 1.0) -> Array:
+def routed_output_bytes_per_gpu(
+    model: Model,
+    tokens: ArrayLike,
+    ep: ArrayLike,
+    expert_tp: ArrayLike,
+    skew: ArrayLike,
+    pp: ArrayLike,
+) -> Array:
+    """16-bit output bytes the routed experts' GEMMs of `tokens` prefill tokens write on the
+    busiest GPU of a stage: k T skew / ep routed rows, each (gate x f / s) wide out of the
+    gate/up GEMM and d wide (partial sums) out of the down GEMM; 0 for a dense model."""
+    tokens = np.asarray(tokens, dtype=float)
+    if model.moe is None:
+        return np.zeros_like(tokens)
+    gate = 2 if model.gated_ffn else 1
+    f, k = model.moe.moe_intermediate_size, model.moe.num_experts_per_tok
+    rows = k * tokens * np.asarray(skew, dtype=float) / np.asarray(ep, dtype=float)
+    width = gate * f / np.asarray(expert_tp, dtype=float) + model.hidden_size
+    out: Array = rf.ACTIVATION_BYTES * model.n_moe_layers * rows * width / np.asarray(pp, float)
+    return out
+
+
+def short_k_s(
+    out_bytes: ArrayLike, bandwidth: ArrayLike, eta_prefill: ArrayLike, k0_ridge: ArrayLike
+) -> Array:
+    """Seconds a GEMM's short K adds beyond 2 M N K / (F eta_pf): c (2 M N) / (BW eta_pf),
+    `out_bytes` = 2 M N, c = `k0_ridge` (0: off)."""
+    c = np.asarray(k0_ridge, dtype=float)
+    return c * rf.latency_memory(out_bytes, bandwidth, eta_prefill)
+
+
+def shape_efficiency(k_per_gpu: ArrayLike, ridge: ArrayLike, k0_ridge: ArrayLike) -> Array:
     """The factor K / (K + k0) on the prefill efficiency of one GEMM with `k_per_gpu` inputs
-    a GPU, k0 = share x ridge x b_out / 2, `ridge` = F eta_pf / (BW eta_mem) FLOP/byte: the
-    same time as the additive output write of `epilogue_bytes_per_gpu`."""
+    a GPU, k0 = `k0_ridge` x `ridge` (F / BW, FLOP/byte): what `short_k_s` adds, as a rate."""
     k = np.asarray(k_per_gpu, dtype=float)
-    k0 = np.asarray(share, float) * np.asarray(ridge, float) * rf.ACTIVATION_BYTES / 2.0
-    out: Array = k / (k + k0)
+    out: Array = k / (k + np.asarray(k0_ridge, float) * np.asarray(ridge, float))
     return out

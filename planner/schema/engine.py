@@ -136,14 +136,13 @@ class Efficiency(Strict):
         ),
     ] = 0.0
     # --- issue #10 (t10g): GEMM efficiency by the per-GPU shape (perf/gemm_shape.py)
-    gemm_epilogue: Annotated[
+    gemm_k0_ridge: Annotated[
         float,
-        between(0, 1),
+        between(0, 10),
         Field(
-            description="share of a prefill linear layer's output write (M x N per GPU, "
-            "16-bit) not hidden under the GEMM's tensor-core main loop: adds that write at "
-            "eta_mem to the prefill GEMMs, an efficiency K / (K + k0) in the per-GPU K "
-            "(0: the write is overlapped, the prefill GEMMs run at eta_compute_prefill)"
+            description="prefill GEMMs run at eta_compute_prefill x K / (K + k0) in their "
+            "per-GPU K (row-parallel layers: K / tp), k0 this x the card's ridge F / BW "
+            "(DeepGEMM FP8 on H800: 1.22); 0: every GEMM at eta_compute_prefill"
         ),
     ] = 0.0
 
