@@ -16,6 +16,7 @@ from planner.calibration.measurements import usable
 from planner.calibration.prediction import predict
 from planner.calibration.transfer import TRANSFER_MIN_MODELS, needs_transfer, transfer_family
 from planner.inputs.catalog import Catalog
+from planner.perf import gemm_shape as gs
 from planner.schema.engine import Efficiency, EngineProfile
 
 # Starting values and the constants that are not fitted (eta_kv, mem_util, runtime reserve):
@@ -146,9 +147,14 @@ ENGINE_SPECULATION: dict[str, dict] = {"vllm": {"draft_forward_ms": VLLM_DRAFT_F
 # Llama alone, 348 us on Qwen alone); the recipe's own fit, which also sees Qwen3-235B's short
 # prompts, does not pin it (84 +/- 100 us). vLLM (piecewise CUDA graphs by default) and
 # SGLang (its aic waves are GPU-bound passes: the floor never binds) keep 0.
+#
+# gemm_k0_ridge (#10, t10g): prefill GEMMs at eta_pf K / (K + k0) in their per-GPU K,
+# k0 = 1.22 x the card's F / BW from DeepGEMM's published FP8 Hopper GEMM table
+# (perf/gemm_shape.py): not fitted. Only TensorRT-LLM takes it for now (the test of the
+# hypothesis, t10g); vLLM and SGLang keep 0, bit-identical.
 ENGINE_START: dict[str, dict] = {
     "vllm": {"moe_layer_us": 20.0},
-    "trtllm": {"prefill_layer_us": 454.0},
+    "trtllm": {"prefill_layer_us": 454.0, "gemm_k0_ridge": gs.GEMM_K0_RIDGE},
 }
 
 

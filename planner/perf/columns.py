@@ -132,6 +132,8 @@ GRID_COLUMNS = _stage(
         ("eff_draft_forward_ms", "ms", SHARED, "engine: fixed cost of one draft forward"),
         # issue #10 (t10p): host floor of an eager prefill pass, per layer
         ("eff_prefill_layer_us", "us", SHARED, "engine: host time per layer of a prefill pass"),
+        # issue #10 (t10g): prefill GEMMs' K / (K + k0) efficiency (perf/gemm_shape.py)
+        ("eff_gemm_k0_ridge", "ratio", SHARED, "engine: prefill GEMM k0 over the F/BW ridge"),
         ("batch", "sequences", INT32, "sequences per replica: engine's max_num_seqs, kept full"),
         ("shape_index", "index", INT16, "which request shape of the grid spec"),
         ("input_len", "tokens", INT32, "prompt tokens per request"),

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from planner.perf import collectives, columns, disagg
+from planner.perf import gemm_shape as gs
 from planner.perf import memory as mem
 from planner.perf import moe_prefill as moe
 from planner.perf import parallel as par
@@ -131,9 +132,28 @@ def prefill_compute_s(
     t_c = rf.latency_compute(gemm, _col(df, "peak_flops"), eta) + rf.latency_compute(
         attn, _col(df, "peak_flops_attention"), eta
     )
+    t_c = t_c + gemm_short_k_s(model, df, new, attention_ranks)  # #10 (t10g)
     if model.moe is None:
         return t_c
     return t_c + moe_prefill_s(model, df, new, new if pass_tokens is None else pass_tokens)
+
+
+def gemm_short_k_s(
+    model: Model, df: pd.DataFrame, tokens: np.ndarray, attention_ranks: np.ndarray | float
+) -> np.ndarray:
+    """Seconds the short per-GPU K of `tokens` prefill tokens' linear layers adds per GPU
+    (`gemm_shape`, #10 t10g): eta_pf K / (K + k0) per layer, k0 = `gemm_k0_ridge` x the
+    card's F / BW, i.e. k0_ridge x their 16-bit outputs at BW x eta_pf (0: off)."""
+    c = _col(df, "eff_gemm_k0_ridge")
+    if not c.any():
+        return np.zeros(len(c))
+    tp, pp, ep = _col(df, "tp"), _col(df, "pp"), _col(df, "ep")
+    out = gs.output_bytes_per_gpu(model, tokens, tp, attention_ranks, pp)
+    out = out + gs.routed_output_bytes_per_gpu(
+        model, tokens, ep, sh.width(df) / ep, _col(df, "ep_imbalance"), pp
+    )
+    bw, eta = _col(df, "bandwidth_bytes_per_s"), _col(df, "eff_eta_compute_prefill")
+    return gs.short_k_s(out, bw, eta, c)
 
 
 def moe_prefill_s(

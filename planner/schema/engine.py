@@ -135,6 +135,16 @@ class Efficiency(Strict):
             "whatever its GPU work (0: the pass is GPU-bound, e.g. piecewise CUDA graphs)"
         ),
     ] = 0.0
+    # --- issue #10 (t10g): GEMM efficiency by the per-GPU shape (perf/gemm_shape.py)
+    gemm_k0_ridge: Annotated[
+        float,
+        between(0, 10),
+        Field(
+            description="prefill GEMMs run at eta_compute_prefill x K / (K + k0) in their "
+            "per-GPU K (row-parallel layers: K / tp), k0 this x the card's ridge F / BW "
+            "(DeepGEMM FP8 on H800: 1.22); 0: every GEMM at eta_compute_prefill"
+        ),
+    ] = 0.0
 
 
 GIB = 2**30
