@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from trtllm_rows import llama8b_trtllm_row
 
 from planner import calibration as cal
 from planner.perf import gemm_shape as gs
-from planner.perf.candidates import GridSpec, Price, build_grid
-from planner.perf.evaluate import evaluate, gemm_short_k_s
+from planner.perf.evaluate import gemm_short_k_s
 
 
 def test_the_efficiency_is_k_over_k_plus_k0_by_hand():
@@ -59,21 +59,7 @@ def test_output_elements_per_token_by_hand(catalog):
 
 
 def _row(catalog, k0: float, tp: int, input_len: int, batch: int = 1) -> pd.Series:
-    engine = catalog.engine("trtllm")
-    eff = engine.default.model_copy(update={"gemm_k0_ridge": k0, "prefill_layer_us": 0.0})
-    engine = engine.model_copy(update={"default": eff, "families": {}})
-    gpu, quant, model = (
-        catalog.gpu("h100-sxm"),
-        catalog.quants["bf16"],
-        catalog.model("llama-3.1-8b"),
-    )
-    spec = GridSpec(
-        gpus=[gpu], quants=[quant], tps=[tp], batches=[batch], shapes=[(input_len, 256)],
-        prices={gpu.id: Price(2.0, "test")},
-    )  # fmt: skip
-    grid, rejected = build_grid(model, spec, engine)
-    assert not grid.empty, rejected
-    return evaluate(model, grid).iloc[0]
+    return llama8b_trtllm_row(catalog, tp, input_len, batch, gemm_k0_ridge=k0, prefill_layer_us=0.0)
 
 
 def test_a_compute_bound_prefill_grows_by_the_hand_computed_write(catalog):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from trtllm_rows import llama8b_trtllm_row
 
 from planner import calibration as cal
 from planner.calibration.prediction import batch_prefill_ms
-from planner.perf.candidates import GridSpec, Price, build_grid
-from planner.perf.evaluate import evaluate, prefill_host_floor_s
+from planner.perf.evaluate import prefill_host_floor_s
 
 
 def test_the_floor_is_passes_times_layers_over_stages_times_the_constant(catalog):
@@ -20,21 +20,7 @@ def test_the_floor_is_passes_times_layers_over_stages_times_the_constant(catalog
 
 
 def _row(catalog, layer_us: float, tp: int, input_len: int, batch: int = 16) -> pd.Series:
-    engine = catalog.engine("trtllm")
-    eff = engine.default.model_copy(update={"prefill_layer_us": layer_us})
-    engine = engine.model_copy(update={"default": eff, "families": {}})
-    gpu, quant, model = (
-        catalog.gpu("h100-sxm"),
-        catalog.quants["bf16"],
-        catalog.model("llama-3.1-8b"),
-    )
-    spec = GridSpec(
-        gpus=[gpu], quants=[quant], tps=[tp], batches=[batch], shapes=[(input_len, 256)],
-        prices={gpu.id: Price(2.0, "test")},
-    )  # fmt: skip
-    grid, rejected = build_grid(model, spec, engine)
-    assert not grid.empty, rejected
-    return evaluate(model, grid).iloc[0]
+    return llama8b_trtllm_row(catalog, tp, input_len, batch, prefill_layer_us=layer_us)
 
 
 def test_a_short_prompt_at_tp8_is_host_bound_and_a_long_one_at_tp1_is_not(catalog):
