@@ -76,20 +76,13 @@ def catalog():
     return load_catalog()
 
 
-@pytest.fixture(scope="module")
-def synthetic(tmp_path_factory, catalog) -> list[Path]:
-    """vLLM result files whose metrics the model produced from TRUTH, one per concurrency."""
-    base = catalog.engine("vllm")
-    # no family overrides: the shipped vllm profile's hopper override would generate the rows
-    truth = base.model_copy(
-        update={"default": base.default.model_copy(update=TRUTH), "families": {}}
-    )
+def write_results(folder: Path, truth: EngineProfile, catalog) -> list[Path]:
+    """vLLM result files whose metrics `truth` produced, one per point of SWEEP."""
     ids = cal.resolve_identity(cal.Identity("llama-3.1-8b", "h100-sxm", 1, "bf16"), catalog)
     points = [(c, i, o) for (i, o), concs in SWEEP.items() for c in concs]
     stubs = [vllm_result(c, i, o, 1.0, 1.0, 1.0) for c, i, o in points]
     pred = cal.predict(cal.vllm_result_rows(stubs, ids, "stub"), catalog, truth)
     assert pred["fits"].all() and len(pred) == len(points)
-    folder = tmp_path_factory.mktemp("vllm-results")
     paths = []
     for (c, i, o), (_, r) in zip(points, pred.iterrows(), strict=True):
         doc = vllm_result(c, i, o, r["pred_tpot"], r["pred_ttft"], r["pred_throughput"])
@@ -97,6 +90,22 @@ def synthetic(tmp_path_factory, catalog) -> list[Path]:
         path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def shipped_with(catalog, **constants: float) -> EngineProfile:
+    """The shipped vllm profile's constants for the H100 (its Hopper override, where
+    `planner calibrate` starts from) with `constants` changed, as a profile with a default
+    only."""
+    base = catalog.engine("vllm")
+    hopper = base.for_family(catalog.gpu("h100-sxm").family).model_copy(update=constants)
+    return base.model_copy(update={"default": hopper, "families": {}})
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory, catalog) -> list[Path]:
+    """vLLM result files whose metrics the model produced from TRUTH, one per concurrency."""
+    folder = tmp_path_factory.mktemp("vllm-results")
+    return write_results(folder, shipped_with(catalog, **TRUTH), catalog)
 
 
 @pytest.fixture()
@@ -331,3 +340,29 @@ def test_new_commands_have_help_with_an_example():
     for command in ("calibrate", "validate"):
         res = invoke(command, "--help")
         assert res.exit_code == 0 and "Example: planner" in res.output
+
+
+def test_calibrating_only_the_host_side_constants_recovers_them(catalog, tmp_path):
+    """A stack whose GPU work matches the shipped profile but whose per-request latency and
+    per-step cost are its own (vLLM's Blackwell and Hopper campaigns of one model differ in
+    exactly these, 74 against 23 ms a request: benchmarks/family_ttft.py): fitting just them
+    from a few closed-loop runs recovers them and leaves every other constant as shipped."""
+    host = {"request_overhead_ms": 74.0, "step_overhead_ms": 4.5}
+    paths = write_results(tmp_path, shipped_with(catalog, **host), catalog)
+    params = ",".join(host)
+    out = tmp_path / "mine.yaml"
+    res = invoke(
+        "calibrate", *map(str, paths), *IDENTITY, "-o", str(out), "--json",
+        "--params", params, "--starts", "1",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    constants = data["constants"]
+    for name, value in host.items():
+        assert constants[name]["value"] == pytest.approx(value, rel=0.01), name
+        assert constants[name]["fitted"]
+    assert data["errors"]["ttft"]["after"]["median_abs_pct"] < 1e-6
+    written = load_yaml_model(out, EngineProfile).default
+    shipped = catalog.engine("vllm").for_family("hopper")
+    for name in ("eta_mem", "eta_compute_prefill", "step_per_seq_us", "benchmark_wave_share"):
+        assert getattr(written, name) == getattr(shipped, name), name
