@@ -22,6 +22,7 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
     python benchmarks/accuracy.py --folds leave-one-model-out,leave-one-GPU-family-out
     python benchmarks/accuracy.py --folds "leave-one-GPU-family-out (others' rows in)"
     python benchmarks/accuracy.py --folds leave-one-source-out --engines trtllm   # one fold
+    python benchmarks/accuracy.py --folds leave-one-model-out --engines trtllm --by model_id
 """
 
 from __future__ import annotations
@@ -179,6 +180,19 @@ def cross_validation(
     return out
 
 
+def by_group(pred: pd.DataFrame, cols: list[str]) -> pd.DataFrame:
+    """Held-out rows per group of `cols`: n, the median |% error| of each metric and the
+    signed median % error (negative: predicted fast or low), to see which group sets a
+    fold's median."""
+    pct_err = {m: (pred[f"pred_{m}"] / pred[f"meas_{m}"] - 1.0) * 100.0 for m in METRICS}
+    frame = pred[cols].assign(**{f"e_{m}": e for m, e in pct_err.items()})
+    agg: dict[str, tuple[str, object]] = {"n": (f"e_{METRICS[0]}", "size")}
+    for m in METRICS:
+        agg[f"{m} |%|"] = (f"e_{m}", lambda x: x.abs().median())
+        agg[f"{m} signed"] = (f"e_{m}", "median")
+    return frame.groupby(cols, observed=True).agg(**agg).round(1)
+
+
 def summary(results: dict[tuple[str, str], dict]) -> pd.DataFrame:
     """One row per engine x evaluation: n and median / p90 of each metric."""
     out = []
@@ -253,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
         f"family's constants from the other engines (default {TRANSFER_MIN_MODELS}; a large "
         "number transfers in every fold)",
     )
+    parser.add_argument(
+        "--by",
+        default="",
+        help="comma-separated columns (e.g. model_id,gpu_id): each fold's held-out errors "
+        "per group as well",
+    )
     args = parser.parse_args(argv)
     start = time.time()
     pd.set_option("display.width", 160)
@@ -284,8 +304,14 @@ def main(argv: list[str] | None = None) -> int:
                 "from the other engines' shipped profiles (calibration.transfer)"
             )
         cv = cross_validation(args.jobs, args.starts, folds, engines, args.transfer_min_models)
+        by = [c.strip() for c in args.by.split(",") if c.strip()]
         for (engine, label), pred in cv.items():
             results[(engine, label)] = errors(pred)
+            if by:
+                if missing := [c for c in by if c not in pred]:
+                    parser.error(f"--by: no column {missing}; e.g. model_id, gpu_id, source_key")
+                print(f"\n### {engine}, {label}: held-out errors by {', '.join(by)}\n")
+                print(by_group(pred, by).to_string())
     table = summary(results).sort_values(["engine", "evaluation"], kind="stable")
     print("\n## Median / p90 absolute error per engine (TPOT, TTFT, throughput)\n")
     print(md_table(table))
