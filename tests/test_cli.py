@@ -356,6 +356,30 @@ def test_estimate_rate_is_an_open_loop():
     assert res.exit_code == 2 and "capacity" in res.output
 
 
+@pytest.mark.parametrize(
+    "load", [["--concurrency", "1"], ["--concurrency", "140"], ["--rate", "0.5"], []]
+)
+def test_estimate_ttft_breakdown_sums_to_the_ttft(load, catalog):
+    """The TTFT's terms (prefill, the step in flight, the engine's per-request latency, fused
+    decode work, the queue behind other prefills, the wait for a slot) add up to it at every
+    kind of load, and the per-request latency is the engine profile's own constant."""
+    data = json.loads(invoke("estimate", *NIM, *load, *NIM_SHAPE).output)
+    parts = data["ttft_breakdown"]
+    assert sum(parts.values()) == pytest.approx(data["ttft_ms"], rel=1e-9)
+    assert parts["prefill_ms"] == pytest.approx(data["prefill_ms"])
+    trt = catalog.engine("trtllm").for_family("hopper")
+    assert parts["request_latency_ms"] == pytest.approx(trt.request_overhead_ms)
+    # an idle replica starts the prompt at the next step: half the one in flight
+    assert parts["step_in_flight_ms"] == pytest.approx(data["tpot_step_ms"] / 2)
+    if load == ["--concurrency", "1"]:
+        assert parts["slot_wait_ms"] == 0 and parts["prefill_queue_ms"] == 0
+        assert parts["fused_decode_ms"] == 0  # no other sequence in its passes
+    if load == ["--concurrency", "140"]:  # memory holds 90: 50 clients wait for a slot
+        assert parts["slot_wait_ms"] > 0 and parts["fused_decode_ms"] > 0
+    text = invoke("estimate", *NIM, *load, *NIM_SHAPE[:-1]).output  # NIM_SHAPE ends in --json
+    assert "TTFT term" in text and "per-request latency" in text
+
+
 def test_context_window_is_checked():
     """A 200K prompt on a 131K model is refused with exit 2, naming the window."""
     res = CliRunner().invoke(

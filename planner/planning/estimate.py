@@ -222,9 +222,10 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.
     rate = float(row["requests_per_s"])
     share = float(row["prefill_share_ms"]) * 1e-3
     others = rate * (b - 1) / b  # the prefills of the other b - 1 in-flight clients
-    wait = float(q.wait_for_prefill(others, share, req.statistic)) + max(concurrency - b, 0) / rate
+    queue = float(q.wait_for_prefill(others, share, req.statistic))
+    slot = max(concurrency - b, 0) / rate
     fused = _fused_rows_ms(req, catalog, row, b)  # the others' decode work in its passes
-    row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + wait * 1e3 + fused
+    _ttft_terms(row, queue * 1e3, slot * 1e3, fused)
     # Little's law over the clients: each is idle for its request's per-request latency
     life_s = (float(row["ttft_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])) * 1e-3
     rate = min(rate, concurrency / life_s)
@@ -270,12 +271,40 @@ def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> pd.Series:
     row = _row(req, catalog, b, "none")
     slot_time = req.output_len * float(full["tpot_ms"]) * 1e-3
     share = float(row["prefill_share_ms"]) * 1e-3
-    slot = q.wait_for_slot(cap, rate / capacity, slot_time, req.statistic)
-    wait = float(np.asarray(slot)) + float(q.wait_for_prefill(rate, share, req.statistic))
-    row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + wait * 1e3
+    slot = float(np.asarray(q.wait_for_slot(cap, rate / capacity, slot_time, req.statistic)))
+    queue = float(q.wait_for_prefill(rate, share, req.statistic))
+    _ttft_terms(row, queue * 1e3, slot * 1e3, 0.0)
     row["throughput_tok_s"] = rate * req.output_len
     row["capacity_requests_per_s"] = rate
     return _with_load(row, "rate", rate, b, seqs)
+
+
+TTFT_TERMS = (  # the columns `_ttft_terms` sets; they sum to ttft_ms
+    "ttft_prefill_ms",
+    "ttft_step_align_ms",
+    "ttft_request_ms",
+    "ttft_fused_ms",
+    "ttft_prefill_wait_ms",
+    "ttft_slot_wait_ms",
+)
+
+
+def _ttft_terms(
+    row: pd.Series, prefill_wait_ms: float, slot_wait_ms: float, fused_ms: float
+) -> None:
+    """Set ttft_ms and its terms on `row`: the prompt's own prefill, half a decode step (the
+    step in flight when it arrives), the engine's per-request latency (host work the GPU
+    model does not see: HTTP, tokenisation, scheduling; fitted per engine, and the constant
+    that differs most between stacks), the other sequences' decode work in its fused
+    passes, the wait behind other prefills and the wait for a free sequence slot."""
+    prefill, request = float(row["prefill_ms"]), float(row["eff_request_overhead_ms"])
+    row["ttft_prefill_ms"] = prefill
+    row["ttft_request_ms"] = request
+    row["ttft_step_align_ms"] = float(row["ttft_unloaded_ms"]) - prefill - request
+    row["ttft_fused_ms"] = fused_ms
+    row["ttft_prefill_wait_ms"] = prefill_wait_ms
+    row["ttft_slot_wait_ms"] = slot_wait_ms
+    row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + prefill_wait_ms + slot_wait_ms + fused_ms
 
 
 def _with_load(row: pd.Series, kind: str, value: float, in_flight: int, seqs: int) -> pd.Series:
@@ -302,6 +331,10 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
     else:
         batch = _max_num_seqs(req, catalog)
         row = _row(req, catalog, batch, req.statistic)
+        slot_time = req.output_len * float(row["tpot_ms"]) * 1e-3
+        slot = float(np.asarray(q.wait_for_slot(batch, req.utilisation, slot_time, req.statistic)))
+        queue = float(row["ttft_ms"]) - float(row["ttft_unloaded_ms"]) - slot * 1e3
+        _ttft_terms(row, queue, slot * 1e3, 0.0)
         row = _with_load(row, "utilization", req.utilisation, batch, batch)
     row["model"] = model.id
     row["engine"] = "ideal" if req.ideal else catalog.engine(req.engine).id

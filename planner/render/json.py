@@ -92,8 +92,19 @@ BREAKDOWN_KEYS = {
 }
 
 
+TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
+    "prefill_ms": "ttft_prefill_ms",
+    "step_in_flight_ms": "ttft_step_align_ms",
+    "request_latency_ms": "ttft_request_ms",
+    "fused_decode_ms": "ttft_fused_ms",
+    "prefill_queue_ms": "ttft_prefill_wait_ms",
+    "slot_wait_ms": "ttft_slot_wait_ms",
+}
+
+
 def estimate_dict(row: pd.Series) -> dict:
-    """The estimate as one JSON object with a `breakdown` of the TPOT terms in ms."""
+    """The estimate as one JSON object with a `breakdown` of the TPOT terms and a
+    `ttft_breakdown` of the TTFT's, in ms."""
     out = {k: row[k] for k in ESTIMATE_KEYS}
     out["fits"] = bool(row["fits"])
     out["gpus"] = int(row["gpus"])
@@ -107,6 +118,7 @@ def estimate_dict(row: pd.Series) -> dict:
     breakdown = {k: row[v] for k, v in BREAKDOWN_KEYS.items() if v}
     breakdown["prefill_interference_ms"] = row["tpot_ms"] - row["tpot_step_ms"]
     out["breakdown"] = breakdown
+    out["ttft_breakdown"] = {k: row[v] for k, v in TTFT_BREAKDOWN_KEYS.items()}
     out.update(speculation_dict(row))
     return out
 

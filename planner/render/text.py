@@ -79,7 +79,7 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     )
     serve = (
         f"Prefill {row['prefill_ms']:.1f} ms ({row['prefill_bound']}-bound); TTFT "
-        f"{row['ttft_ms']:.1f} ms at planned load, {row['ttft_unloaded_ms']:.1f} ms idle\n"
+        f"{row['ttft_ms']:.1f} ms at this load, {row['ttft_unloaded_ms']:.1f} ms idle\n"
         f"Throughput {row['throughput_tok_s']:,.0f} output tok/s, "
         f"{row['requests_per_s']:.2f} req/s per replica"
     )
@@ -95,9 +95,32 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     )
     rows = [(n, f"{float(v):.3f}", d) for n, v, d in terms]
     tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
+    ttft_rows = [(n, f"{float(v):.1f}", d) for n, v, d in _ttft_terms(row)]
+    ttft_tbl = table(
+        [Col("TTFT term"), Col("ms", "r"), Col("detail", priority=1)], ttft_rows, layout
+    )
     extra = speculation_lines(row)
     prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, cost)]
-    return "\n".join([*prose[:3], tbl, *prose[3:]])
+    return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
+
+
+def _ttft_terms(row: pd.Series) -> list[tuple[str, float, str]]:
+    """The TTFT's terms of an estimate (planning.estimate._ttft_terms), the zero waits left
+    out."""
+    terms = [
+        ("prefill", row["ttft_prefill_ms"], f"the prompt's own, {row['prefill_bound']}-bound"),
+        ("step in flight", row["ttft_step_align_ms"], "half a decode step, on arrival"),
+        (
+            "per-request latency",
+            row["ttft_request_ms"],
+            "host work, fitted per engine (planner calibrate)",
+        ),
+        ("fused decode work", row["ttft_fused_ms"], "other sequences' decode in its passes"),
+        ("behind prefills", row["ttft_prefill_wait_ms"], "other prompts' prefills first"),
+        ("for a free slot", row["ttft_slot_wait_ms"], "clients beyond those in flight"),
+    ]
+    kept = [t for t in terms if t[0] in ("prefill", "per-request latency") or float(t[1]) > 0]
+    return [*kept, ("TTFT", row["ttft_ms"], f"at this load ({row['load_kind']})")]
 
 
 def speculation_lines(row: pd.Series) -> list[str]:
