@@ -329,7 +329,7 @@ def test_json_lines_lists_and_finite_rates(synthetic, tmp_path):
     res = invoke("validate", str(lines), str(listed), *IDENTITY, "--json")
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)["rows"]
-    assert [r["scenario"] for r in rows] == ["serving", "serving_poisson"] * 2
+    assert [r["scenario"] for r in rows] == ["closed_loop", "serving_poisson"] * 2
     assert [r["row_id"] for r in rows] == [1, 2, 3, 4]  # renumbered across inputs
     assert rows[1]["batch"] == 8  # Little's law: 3.2 req/s x 2.5 s
     assert set(rows[1]["metrics"]) == {"tpot"} and "Poisson" in rows[1]["metric_skips"]

@@ -259,12 +259,50 @@ def test_vllm_results_map_to_the_measurement_schema(measurements):
     first = rows.iloc[0]
     assert (first["batch"], first["input_len"], first["output_len"]) == (64, 1000, 250)
     assert (first["meas_tpot"], first["meas_ttft"], first["meas_throughput"]) == (21, 350, 2800)
-    assert np.isnan(first["meas_e2e"]) and first["scenario_kind"] == "serving"
+    # 64 clients over 200 requests: a closed loop whose first round is 64 / 200 of them
+    assert np.isnan(first["meas_e2e"]) and first["scenario_kind"] == "closed_loop"
+    assert first["wave_share"] == pytest.approx(0.32)
+    assert rows.iloc[1]["scenario_kind"] == "serving" and np.isnan(rows.iloc[1]["wave_share"])
     assert "median_tpot_ms" in first["metric_basis"] and first["skip_reason"] == ""
     assert (first["ttft_batch"], first["ttft_input_len"]) == (64, 1000)
     assert rows.iloc[1]["batch"] == 32 and rows.iloc[1]["engine"] == "sglang"
     given = cal.vllm_result_rows([doc], H100_8B, "x", cal.Identity(input_len=900, output_len=300))
     assert (given.iloc[0]["input_len"], given.iloc[0]["output_len"]) == (900, 300)
+
+
+def test_closed_loop_result_mixes_its_own_first_round_with_the_steady_state(catalog):
+    """`vllm bench serve --max-concurrency 16` over 32, 64 and 160 requests: the first round
+    is 1/2, 1/4 and 1/10 of them, so TTFT and TPOT are f W + (1 - f) S with the same wave W
+    and steady state S: the third row lies on the line through the other two, whatever the
+    profile's fitted share (0.14), which a row that says its own does not use."""
+    base = {"request_rate": "inf", "max_concurrency": 16, "mean_tpot_ms": 20.0,
+            "mean_ttft_ms": 500.0, "output_throughput": 1000.0}  # fmt: skip
+    docs = [
+        {
+            **base,
+            "num_prompts": n,
+            "completed": n,
+            "total_input_tokens": n * 2048,
+            "total_output_tokens": n * 256,
+        }  # fmt: skip
+        for n in (32, 64, 160)
+    ]
+    rows = cal.vllm_result_rows(docs, H100_8B, "x")
+    assert list(rows["scenario_kind"]) == ["closed_loop"] * 3
+    np.testing.assert_allclose(rows["wave_share"], [0.5, 0.25, 0.1])
+    pred = cal.predict(rows, catalog, catalog.engine("vllm"))
+    for metric in ("pred_ttft", "pred_tpot"):
+        half, quarter, tenth = pred[metric]
+        slope = (half - quarter) / 0.25
+        assert tenth == pytest.approx(quarter - 0.15 * slope, rel=1e-9), metric
+    assert pred["pred_ttft"].iloc[0] > pred["pred_ttft"].iloc[2]  # the wave waits longer
+    fitted = catalog.engine("vllm").for_family("hopper").benchmark_wave_share
+    aic_like = rows.iloc[[1]].assign(wave_share=np.nan)  # no share of its own: the fitted one
+    quarter_ttft = pred["pred_ttft"].iloc[1]
+    slope = (pred["pred_ttft"].iloc[0] - quarter_ttft) / 0.25
+    expect = quarter_ttft + (fitted - 0.25) * slope
+    got = cal.predict(aic_like, catalog, catalog.engine("vllm"))["pred_ttft"].iloc[0]
+    assert got == pytest.approx(expect, rel=1e-9)
 
 
 def test_serving_wave_by_hand(catalog):
@@ -273,10 +311,13 @@ def test_serving_wave_by_hand(catalog):
     prefill passes on average. Pass k also runs the decode tokens of the 8 (k - 1) prompts
     done before it (#10, t10b): D (k - 1) / 4 with D the decode work of all 32, which adds
     D mean(k (k - 1)) / 8 = 5 D / 8 to the TTFT and 0.875 D to the riding passes."""
-    doc = {"request_rate": "inf", "max_concurrency": 32, "num_prompts": 64, "completed": 64,
-           "total_input_tokens": 64 * 1024, "total_output_tokens": 64 * 101,
+    doc = {"request_rate": "inf", "num_prompts": 32, "completed": 32,
+           "total_input_tokens": 32 * 1024, "total_output_tokens": 32 * 101,
            "mean_tpot_ms": 20.0, "mean_ttft_ms": 500.0, "output_throughput": 1000.0}  # fmt: skip
-    small = {**doc, "max_concurrency": 4}  # 4 x 1024 tokens: one pass, no interleaving
+    # every prompt at once (no max_concurrency): one wave of 32; of 4 x 1024 tokens, one
+    # pass with no interleaving
+    small = {**doc, "num_prompts": 4, "completed": 4, "total_input_tokens": 4 * 1024,
+             "total_output_tokens": 4 * 101}  # fmt: skip
     rows = cal.vllm_result_rows([doc, small], H100_8B, "x")
     profile = catalog.engine("vllm")
     pred = cal.predict(rows, catalog, profile)

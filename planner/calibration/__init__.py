@@ -22,8 +22,10 @@ Your own measurements (`planner validate`, `planner calibrate`):
 * `validation(...)` / `render_validation`: predicted vs measured per row, error per metric.
 * `calibrate(...)` / `render_calibration` / `calibration_header`: `fit_profile` on those rows
   as a new profile; refuses a fit of more constants than measured values.
-* A serving-benchmark row at request rate inf is a closed loop of max_concurrency requests:
-  compared as waves of that many requests arriving together (`serving_wave_ms`).
+* A serving-benchmark row at request rate inf with max_concurrency C below num_prompts is a
+  closed loop of C clients: its first round (C / num_prompts of the requests) one wave
+  (`serving_wave_ms`), the rest the steady state (`closed_loop_benchmark_ms`); with every
+  prompt at once, one wave.
 
 Nothing here writes a file except `write_profile` (`profile_yaml` gives the text).
 
@@ -99,6 +101,7 @@ from planner.calibration.measurements import (
     usable,
 )
 from planner.calibration.prediction import (
+    CLOSED_LOOP_ASSUMPTION,
     EFF_FIELDS,
     SERVING_KINDS,
     WAVE_ASSUMPTION,
@@ -174,6 +177,7 @@ __all__ = [
     "ProfileArg",
     "EFF_FIELDS",
     "SERVING_KINDS",
+    "CLOSED_LOOP_ASSUMPTION",
     "WAVE_ASSUMPTION",
     "Design",
     "batch_prefill_ms",

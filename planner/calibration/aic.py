@@ -271,6 +271,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         "assumptions": "; ".join(notes),
         "skip_reason": "; ".join(skips),
         "metric_skips": "",
+        "wave_share": math.nan,  # not published: the profile's fitted share applies
         **{c: lay[c] for c in AIC_LAYOUT_COLUMNS},
     }
 

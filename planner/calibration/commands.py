@@ -15,6 +15,7 @@ from planner.calibration.fit import FIT_PARAMS, fit_profile, identifiable, suppo
 from planner.calibration.inputs import _option
 from planner.calibration.measurements import MEASURED, METRICS, PREDICTED, usable
 from planner.calibration.prediction import (
+    CLOSED_LOOP_ASSUMPTION,
     EFF_FIELDS,
     SERVING_KINDS,
     WAVE_ASSUMPTION,
@@ -291,6 +292,8 @@ def describe_user_fit(result: Calibration, rows: pd.DataFrame, as_of: str) -> tu
         )
     if rows["scenario_kind"].isin(SERVING_KINDS).any():
         notes.append(WAVE_ASSUMPTION)
+    if (rows["scenario_kind"] == "closed_loop").any():
+        notes.append(CLOSED_LOOP_ASSUMPTION)
     return source, " ".join(notes)
 
 

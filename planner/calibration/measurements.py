@@ -357,6 +357,7 @@ def _map_row(raw: pd.Series, catalog: Catalog) -> dict:
         assumptions="; ".join(out.assumptions),
         skip_reason="; ".join(out.skips),
         metric_skips="; ".join(out.metric_skips),
+        wave_share=math.nan,
     )
     return out.values
 
@@ -407,8 +408,11 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "engine", "engine_class", "model_id", "gpu_id", "quant_id", "kv_dtype", "num_gpus", "tp",
     "layer_split", "batch", "input_len", "output_len", "scenario_kind", "ttft_input_len",
     "ttft_batch", "meas_tpot", "meas_ttft", "meas_throughput", "meas_e2e", "metric_basis",
-    "assumptions", "skip_reason", "metric_skips",
+    "assumptions", "skip_reason", "metric_skips", "wave_share",
 )  # fmt: skip
+# wave_share: the share of a closed-loop benchmark's requests that arrive as its clients'
+# first round (one wave), where the run says it (a vLLM result: max_concurrency /
+# num_prompts); NaN elsewhere, where the engine profile's fitted `benchmark_wave_share` applies.
 
 
 def read_csv_measurements(path: str | Path, catalog: Catalog) -> pd.DataFrame:

@@ -276,11 +276,19 @@ SERVING_KINDS: tuple[str, ...] = ("serving", "serving_poisson")
 
 
 WAVE_ASSUMPTION = (
-    "vLLM serving-benchmark rows at request rate inf with max_concurrency B are compared as "
-    "waves of B equal requests arriving together on an idle replica (fixed lengths finish "
-    "together): TTFT = mean pass in which a prompt completes x pass time, prompts prefilled in "
-    "8192-token chunks; TPOT = decode step at batch B plus the prefill passes a request "
-    "decodes through; throughput = B x O / (wave prefill + (O-1) decode steps)."
+    "vLLM serving-benchmark rows at request rate inf with all B prompts at once (no "
+    "max_concurrency below num_prompts) are compared as one wave of B equal requests arriving "
+    "together on an idle replica: TTFT = mean pass in which a prompt completes x pass time, "
+    "prompts prefilled in 8192-token chunks; TPOT = decode step at batch B plus the prefill "
+    "passes a request decodes through; throughput = B x O / (wave prefill + (O-1) decode "
+    "steps)."
+)
+CLOSED_LOOP_ASSUMPTION = (
+    "vLLM serving-benchmark rows at request rate inf with max_concurrency C below num_prompts "
+    "are closed loops of C clients: the first round (C / num_prompts of the requests) arrives "
+    "as one wave, the rest in the steady state `planner estimate --concurrency C` reports, "
+    "every request with the per-request latency; TTFT and TPOT are that mix, throughput "
+    "C x O / (TTFT + (O-1) TPOT)."
 )
 
 
@@ -293,13 +301,14 @@ def serving_wave_ms(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean TTFT and mean TPOT of a wave of B equal requests that arrive together.
 
-    `vllm bench serve --request-rate inf --max-concurrency B` with fixed lengths sends B
-    requests at once, and B new ones when those finish (they finish together), so every
-    wave starts on an idle replica. The B prompts are prefilled in n = ceil(B I / C)
-    chunked passes (C = 8192 tokens, `batch_prefill_ms` P for the whole wave, p = P / n per
-    pass); prompt j (1..B, packed in order) completes in pass k_j = ceil(j I / C), so its
-    TTFT is k_j p. It then decodes one token per pass in the remaining n - k_j passes
-    (decode tokens ride in the mixed prefill batches), and the rest at the decode step s(B):
+    `vllm bench serve --request-rate inf` without a concurrency limit sends every prompt at
+    once, and a closed loop's clients send their first requests together (the first round of
+    `closed_loop_benchmark_ms`): a wave on an idle replica. The B prompts are prefilled in
+    n = ceil(B I / C) chunked passes (C = 8192 tokens, `batch_prefill_ms` P for the whole
+    wave, p = P / n per pass); prompt j (1..B, packed in order) completes in pass
+    k_j = ceil(j I / C), so its TTFT is k_j p. It then decodes one token per pass in the
+    remaining n - k_j passes (decode tokens ride in the mixed prefill batches), and the rest
+    at the decode step s(B):
 
         TTFT = mean_j(k_j) p
         TPOT = mean_j((m_j p + (O - 1 - m_j) s) / (O - 1)),  m_j = min(n - k_j, O - 1)
@@ -365,6 +374,16 @@ def _mixes(grid: pd.DataFrame) -> np.ndarray:
 CLOSED_LOOP_TIMING = "mixed"
 
 
+def _wave_share(grid: pd.DataFrame) -> np.ndarray:
+    """The share of a closed loop's requests in its first round: the run's own where it says
+    (a vLLM result, max_concurrency / num_prompts), else the profile's fitted one."""
+    fitted = _col(grid, "eff_benchmark_wave_share")
+    if "wave_share" not in grid:
+        return fitted
+    own = grid["wave_share"].to_numpy(dtype=float)
+    return np.where(np.isfinite(own), own, fitted)
+
+
 def closed_loop_benchmark_ms(
     model: Model, grid: pd.DataFrame, core: Mapping[str, np.ndarray], rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -373,8 +392,9 @@ def closed_loop_benchmark_ms(
     The benchmark's clients start together, so their first requests arrive as one wave
     (`serving_wave_ms`); the stagger of that wave's prefills spreads later rounds out into
     the steady state `planner estimate --concurrency` reports (`closed_loop_ms`). The mean
-    over the run mixes the two: a share f (`benchmark_wave_share`, fitted; 1/rounds per
-    client) of the requests sees the wave, the rest the steady state; every request pays the
+    over the run mixes the two: a share f (1/rounds per client: the run's own where it says,
+    `wave_share`, else `benchmark_wave_share`, fitted) of the requests sees the wave, the
+    rest the steady state; every request pays the
     per-request latency (`request_overhead_ms`, in the steady TTFT already) and clients
     beyond what memory holds wait for a slot. `grid` holds the closed rows, `rows` masks
     them in `core`. Throughput is C O / (TTFT + (O - 1) TPOT), Little's law, as the aic
@@ -383,7 +403,7 @@ def closed_loop_benchmark_ms(
         TTFT = f (wave + overhead) + (1 - f) steady + slot wait;  TPOT likewise mixed
     """
     sub = {k: np.asarray(v)[rows] for k, v in core.items()}
-    f = _col(grid, "eff_benchmark_wave_share")
+    f = _wave_share(grid)
     s_ttft, s_tpot, _ = closed_loop_ms(grid, sub)
     slot = _slot_wait_ms(grid, sub)
     w_ttft, w_tpot = serving_wave_ms(
@@ -497,6 +517,7 @@ def build_design(
             ttft_input_len=row["ttft_input_len"],
             ttft_batch=row["ttft_batch"],
             scenario_kind=row["scenario_kind"],
+            wave_share=row.get("wave_share", math.nan),
             _open_batch=math.isnan(batch),
             **PLAIN_DECODING,  # issue #11: measured rows are plain decoding, no prefix cache
             _family=catalog.gpu(row["gpu_id"]).family,

@@ -1,9 +1,12 @@
 """`vllm bench serve --save-result` JSON as measurement rows (the `load_measurements` schema).
 
 The JSON does not say what ran, so `Identity` names the model, GPU, tp and quant (checked by
-`planner.calibration.inputs.resolve_identity`). A row at request rate inf is a closed loop of
-max_concurrency requests, compared as waves of that many requests arriving together
-(`serving_wave_ms`); at a finite rate only TPOT is compared.
+`planner.calibration.inputs.resolve_identity`). A row at request rate inf with max_concurrency
+C is a closed loop of C clients over num_prompts requests, compared as the aic closed loops
+are (`closed_loop_benchmark_ms`): the first round, C / num_prompts of the requests, arrives
+as one wave, the rest in the steady state `planner estimate --concurrency C` reports. Without
+max_concurrency every prompt arrives at once: one wave (`serving_wave_ms`). At a finite rate
+only TPOT is compared.
 """
 
 from __future__ import annotations
@@ -131,27 +134,30 @@ def _vllm_lengths(
     return out[0], out[1]
 
 
-def _vllm_operating_point(doc: Mapping, where: str, out: _RowMap) -> tuple[float, str]:
-    """(batch, scenario kind): the requests in flight, and which comparison applies."""
+def _vllm_operating_point(doc: Mapping, where: str, out: _RowMap) -> tuple[float, str, float]:
+    """(batch, scenario kind, wave share): the requests in flight, which comparison applies
+    and, for a closed loop, the share of its requests in the clients' first round."""
     rate = _request_rate(doc, where)
     conc, prompts = _num(doc.get("max_concurrency")), _num(doc.get("num_prompts"))
     if math.isinf(rate):
-        if conc > 0:
-            batch = min(conc, prompts) if prompts > 0 else conc
+        if conc > 0 and not (prompts > 0 and prompts <= conc):
+            share = conc / prompts if prompts > 0 else 1.0
             out.assumptions.append(
-                f"request rate inf, max_concurrency {conc:g}: waves of {batch:g} requests "
-                "arriving together (serving_wave_ms)"
+                f"request rate inf, max_concurrency {conc:g}: a closed loop of {conc:g} "
+                f"clients, its first round ({share:.3g} of the requests) one wave, the rest "
+                "in the steady state (closed_loop_benchmark_ms)"
             )
-        elif prompts > 0:
+            return conc, "closed_loop", share
+        if prompts > 0:
             batch = prompts
+            why = "without max_concurrency" if not conc > 0 else f"num_prompts <= {conc:g}"
             out.assumptions.append(
-                "request rate inf without max_concurrency: all num_prompts requests in flight "
-                "at once (one wave)"
+                f"request rate inf, {why}: all num_prompts requests in flight at once (one wave)"
             )
         else:
             batch = math.nan
             out.skips.append("neither max_concurrency nor num_prompts: the batch is unknown")
-        return batch, "serving"
+        return batch, "serving", math.nan
     out.metric_skips += [
         "ttft: Poisson arrivals at a finite request rate (queueing is not modelled)",
         "throughput: at a finite request rate it is the offered load, not the capacity",
@@ -162,14 +168,14 @@ def _vllm_operating_point(doc: Mapping, where: str, out: _RowMap) -> tuple[float
             f"request rate {rate:g}/s without request_throughput and mean_e2el_ms: the "
             "batch is unknown"
         )
-        return math.nan, "serving_poisson"
+        return math.nan, "serving_poisson", math.nan
     batch = float(max(round(in_flight), 1))
     batch = min(batch, conc) if conc > 0 else batch
     out.assumptions.append(
         f"request rate {rate:g}/s: batch {batch:g} from Little's law (request_throughput x "
         "mean_e2el_ms); TPOT compared with continuous batching's TPOT with prefill interleaved"
     )
-    return batch, "serving_poisson"
+    return batch, "serving_poisson", math.nan
 
 
 def _vllm_metrics(doc: Mapping, where: str, o_len: float, out: _RowMap) -> dict[str, Any]:
@@ -212,7 +218,7 @@ def _vllm_row(doc: Mapping, ids: Mapping, where: str, identity: Identity) -> dic
     i_len, o_len = _vllm_lengths(doc, where, identity.input_len, identity.output_len)
     if _num(doc.get("completed")) == 0:
         out.skips.append("no completed requests")
-    batch, kind = _vllm_operating_point(doc, where, out)
+    batch, kind, wave_share = _vllm_operating_point(doc, where, out)
     metrics = _vllm_metrics(doc, where, o_len, out)
     _varying_lengths(doc, out)
     out.values.update(
@@ -241,6 +247,7 @@ def _vllm_row(doc: Mapping, ids: Mapping, where: str, identity: Identity) -> dic
         assumptions="; ".join(out.assumptions),
         skip_reason="; ".join(out.skips),
         metric_skips="; ".join(out.metric_skips),
+        wave_share=wave_share,
     )
     return out.values
 
@@ -255,10 +262,12 @@ def vllm_result_rows(
     gpu_id, quant_id, kv_dtype, tp. Per result: TPOT = `mean_tpot_ms` (else the median),
     TTFT = `mean_ttft_ms` (else the median), throughput = `output_throughput` (output
     tokens/s of the whole deployment); lengths = total_input_tokens / completed and
-    total_output_tokens / completed unless `identity` gives them. At request rate inf the
-    batch is max_concurrency (capped by num_prompts; num_prompts without a concurrency
-    limit) and the row is compared as waves of that many requests (`serving_wave_ms`). At
-    a finite rate only TPOT is compared, at the batch of Little's law.
+    total_output_tokens / completed unless `identity` gives them. At request rate inf with
+    max_concurrency C below num_prompts the row is a closed loop of C clients whose first
+    round, C / num_prompts of the requests, arrives as one wave (`wave_share`,
+    `closed_loop_benchmark_ms`); with all prompts at once it is one wave of num_prompts
+    (`serving_wave_ms`). At a finite rate only TPOT is compared, at the batch of Little's
+    law.
     """
     rows = []
     for number, doc in enumerate(docs, start=1):
