@@ -105,21 +105,23 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
 
 
 def _ttft_terms(row: pd.Series) -> list[tuple[str, float, str]]:
-    """The TTFT's terms of an estimate (planning.estimate._ttft_terms), the zero waits left
-    out."""
+    """The TTFT's terms of an estimate (planning.estimate._ttft_terms), those that round to
+    0.0 ms left out (the prefill and the per-request latency always shown)."""
     terms = [
         ("prefill", row["ttft_prefill_ms"], f"the prompt's own, {row['prefill_bound']}-bound"),
         ("step in flight", row["ttft_step_align_ms"], "half a decode step, on arrival"),
         (
             "per-request latency",
             row["ttft_request_ms"],
-            "host work, fitted per engine (planner calibrate)",
+            "none: the roofline alone"
+            if row["engine"] == "ideal"
+            else "host work, fitted per engine (planner calibrate)",
         ),
         ("fused decode work", row["ttft_fused_ms"], "other sequences' decode in its passes"),
         ("behind prefills", row["ttft_prefill_wait_ms"], "other prompts' prefills first"),
         ("for a free slot", row["ttft_slot_wait_ms"], "clients beyond those in flight"),
     ]
-    kept = [t for t in terms if t[0] in ("prefill", "per-request latency") or float(t[1]) > 0]
+    kept = [t for t in terms if t[0] in ("prefill", "per-request latency") or t[1] >= 0.05]
     return [*kept, ("TTFT", row["ttft_ms"], f"at this load ({row['load_kind']})")]
 
 
