@@ -35,12 +35,7 @@ import accuracy  # noqa: E402
 
 from planner import calibration as cal  # noqa: E402
 from planner.calibration.fit import fit_profile  # noqa: E402
-from planner.calibration.recipes import RECIPES, fit_recipe, without_moe_ttft  # noqa: E402
-from planner.calibration.transfer import (  # noqa: E402
-    TRANSFER_MIN_MODELS,
-    needs_transfer,
-    transfer_family,
-)
+from planner.calibration.recipes import RECIPES, fold_profile, without_moe_ttft  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
 from planner.schema.engine import EngineProfile  # noqa: E402
 
@@ -49,20 +44,13 @@ FAMILIES = ("hopper", "blackwell")
 METRICS = ("tpot", "ttft", "throughput")
 
 
-def fold_profile(rows: pd.DataFrame, catalog, engine: str, family: str) -> EngineProfile:
+def family_fold(rows: pd.DataFrame, catalog, engine: str, family: str) -> EngineProfile:
     """The recipe fitted without `family`'s rows, others' rows in as accuracy.py does it."""
-    recipe = RECIPES[engine]
-    profile, _ = fit_recipe(
-        rows, catalog, recipe, row_filter=lambda r: r["gpu_family"] != family, n_starts=1,
-        start=catalog.engines.get(engine),
+    donors = {k: catalog.engines[k] for k in accuracy.SERVER_RECIPES if k != engine}
+    profile, _ = fold_profile(
+        rows, catalog, RECIPES[engine], "gpu_family", family, n_starts=1,
+        start=catalog.engines.get(engine), donors=donors,
     )  # fmt: skip
-    used = cal.usable(rows)
-    used = used[used["engine"].isin(recipe.engines) & (used["gpu_family"] != family)]
-    if needs_transfer(profile, family, used["model_id"].nunique(), TRANSFER_MIN_MODELS):
-        donors = {k: catalog.engines[k] for k in accuracy.SERVER_RECIPES if k != engine}
-        params = recipe.family_params or recipe.params
-        donor_params = {k: RECIPES[k].family_params or RECIPES[k].params for k in donors}
-        profile, _ = transfer_family(profile, family, donors, params, donor_params)
     return profile
 
 
@@ -89,7 +77,7 @@ def run(engine: str, k: int, seeds: int, rows: pd.DataFrame, catalog) -> list[st
         ids = used.loc[used["gpu_family"] == family, "row_id"].to_numpy()
         if len(ids) <= k:
             continue
-        profile = fold_profile(rows, catalog, engine, family)
+        profile = family_fold(rows, catalog, engine, family)
         folds.append(cal.predict(rows[rows["row_id"].isin(ids)], catalog, profile))
         own = profile.for_family(family)
         base = profile.model_copy(update={"default": own, "families": {}})

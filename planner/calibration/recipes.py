@@ -386,6 +386,46 @@ def fit_recipe(
     )
 
 
+def fold_profile(
+    measurements: pd.DataFrame,
+    catalog: Catalog,
+    recipe: Recipe,
+    group_col: str,
+    group: object,
+    n_starts: int = 3,
+    start: EngineProfile | None = None,
+    donors: Mapping[str, EngineProfile] | None = None,
+    min_models: int = TRANSFER_MIN_MODELS,
+) -> tuple[EngineProfile, str]:
+    """One fold of `cross_validate`: the recipe fitted without `group`'s rows (and, leaving a
+    GPU family out with `donors`, that family's constants taken from them when the fold has
+    fewer than `min_models` models), with a note of the constants the fit could not see and
+    any that moved from the donors."""
+    rows = usable(measurements)
+    rows = rows[rows["engine"].isin(recipe.engines)]
+
+    def others(r: pd.DataFrame) -> pd.Series:
+        return r[group_col] != group
+
+    profile, report = fit_recipe(
+        measurements, catalog, recipe, row_filter=others, n_starts=n_starts, start=start
+    )
+    note = ", ".join(report["default"]["not_identified"])
+    n_models = rows.loc[rows[group_col] != group, "model_id"].nunique()
+    if (
+        donors
+        and group_col == "gpu_family"
+        and needs_transfer(profile, str(group), n_models, min_models)
+    ):
+        params = recipe.family_params or recipe.params
+        donor_params = {
+            k: RECIPES[k].family_params or RECIPES[k].params for k in donors if k in RECIPES
+        }
+        profile, moved = transfer_family(profile, str(group), donors, params, donor_params)
+        note = "; ".join(x for x in (note, moved) if x)
+    return profile, note
+
+
 def cross_validate(
     measurements: pd.DataFrame,
     catalog: Catalog,
@@ -411,26 +451,9 @@ def cross_validate(
     rows = rows[rows["engine"].isin(recipe.engines)]
     parts = []
     for group in sorted(rows[group_col].dropna().unique()):
-
-        def others(r: pd.DataFrame, g: object = group) -> pd.Series:
-            return r[group_col] != g
-
-        profile, report = fit_recipe(
-            measurements, catalog, recipe, row_filter=others, n_starts=n_starts, start=start
+        profile, note = fold_profile(
+            measurements, catalog, recipe, group_col, group, n_starts, start, donors, min_models
         )
-        note = ", ".join(report["default"]["not_identified"])
-        n_models = rows.loc[rows[group_col] != group, "model_id"].nunique()
-        if (
-            donors
-            and group_col == "gpu_family"
-            and needs_transfer(profile, str(group), n_models, min_models)
-        ):
-            params = recipe.family_params or recipe.params
-            donor_params = {
-                k: RECIPES[k].family_params or RECIPES[k].params for k in donors if k in RECIPES
-            }
-            profile, moved = transfer_family(profile, str(group), donors, params, donor_params)
-            note = "; ".join(x for x in (note, moved) if x)
         held = measurements[
             measurements["row_id"].isin(rows.loc[rows[group_col] == group, "row_id"])
         ]

@@ -279,16 +279,6 @@ def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> pd.Series:
     return _with_load(row, "rate", rate, b, seqs)
 
 
-TTFT_TERMS = (  # the columns `_ttft_terms` sets; they sum to ttft_ms
-    "ttft_prefill_ms",
-    "ttft_step_align_ms",
-    "ttft_request_ms",
-    "ttft_fused_ms",
-    "ttft_prefill_wait_ms",
-    "ttft_slot_wait_ms",
-)
-
-
 def _ttft_terms(
     row: pd.Series, prefill_wait_ms: float, slot_wait_ms: float, fused_ms: float
 ) -> None:
