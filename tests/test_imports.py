@@ -4,6 +4,7 @@ starts; each check runs in a fresh interpreter and reads its sys.modules."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -89,3 +90,25 @@ def test_the_workbook_writer_loads_no_network_modules(tmp_path):
     modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert "openpyxl" in modules  # it did load the writer
     assert {"ssl", "urllib.request", "xml.sax.saxutils"} & modules == set()
+
+
+def _openblas_threads(env_value: str | None) -> str:
+    """OPENBLAS_NUM_THREADS as a fresh interpreter sees it once the CLI is imported, and
+    whether numpy was already loaded (the setting must come first to take effect)."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if env_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = env_value
+    code = (
+        "import os, sys, planner.cli\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    return out.stdout.strip()
+
+
+def test_the_cli_runs_openblas_on_one_thread_unless_the_user_says_otherwise():
+    """Issue 16: OpenBLAS's spinning threads cost more CPU than the grid; a user's value wins."""
+    assert _openblas_threads(None) == "1 False"
+    assert _openblas_threads("4") == "4 False"
