@@ -524,6 +524,14 @@ def _speculation_options(f):
     help="Closed loop: C clients, each sending its next request when the last finishes "
     "(vllm bench serve --max-concurrency C).",
 )
+@click.option(
+    "--num-prompts",
+    type=int,
+    default=None,
+    help="With --concurrency: the benchmark's prompts in all (vllm bench serve --num-prompts "
+    "N). Its first C arrive at once, so the means mix that first round (C / N of them) with "
+    "the steady state (default: the steady state alone).",
+)
 @click.option("--rate", type=float, default=None, help="Open loop: Poisson arrivals, requests/s.")
 @click.option("--input-len", type=int, default=1024, show_default=True, help="Prompt tokens.")
 @click.option("--output-len", type=int, default=256, show_default=True, help="Output tokens.")
@@ -580,6 +588,7 @@ def estimate(
     quant,
     batch,
     concurrency,
+    num_prompts,
     rate,
     input_len,
     output_len,
@@ -621,6 +630,7 @@ def estimate(
         quant=quant,
         batch=batch if batch is not None or concurrency or rate else 1,
         concurrency=concurrency,
+        num_prompts=num_prompts,
         rate=rate,
         input_len=input_len,
         output_len=output_len,

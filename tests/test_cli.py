@@ -329,6 +329,8 @@ def test_estimate_concurrency_is_a_closed_loop():
         "concurrency": 1,
         "batch_in_flight": 1,
         "max_num_seqs": 256,
+        "num_prompts": None,  # the steady state: no benchmark's first round (--num-prompts)
+        "first_round_share": 0.0,
     }
     assert one["gpus"] == 2
     assert one["ttft_ms"] == pytest.approx(one["ttft_unloaded_ms"], rel=1e-9)
@@ -357,7 +359,14 @@ def test_estimate_rate_is_an_open_loop():
 
 
 @pytest.mark.parametrize(
-    "load", [["--concurrency", "1"], ["--concurrency", "140"], ["--rate", "0.5"], []]
+    "load",
+    [
+        ["--concurrency", "1"],
+        ["--concurrency", "140"],
+        ["--concurrency", "140", "--num-prompts", "560"],
+        ["--rate", "0.5"],
+        [],
+    ],
 )
 def test_estimate_ttft_breakdown_sums_to_the_ttft(load, catalog):
     """The TTFT's terms (prefill, the step in flight, the engine's per-request latency, fused
@@ -376,6 +385,14 @@ def test_estimate_ttft_breakdown_sums_to_the_ttft(load, catalog):
         assert parts["fused_decode_ms"] == 0  # no other sequence in its passes
     if load == ["--concurrency", "140"]:  # memory holds 90: 50 clients wait for a slot
         assert parts["slot_wait_ms"] > 0 and parts["fused_decode_ms"] > 0
+    # the TPOT's terms add up too, a benchmark's first round among them (--num-prompts)
+    tpot = data["breakdown"]
+    steps = ("step_ms", "prefill_interference_ms", "first_round_ms")
+    assert sum(tpot[k] for k in steps) == pytest.approx(data["tpot_ms"], rel=1e-9)
+    if "--num-prompts" in load:  # 140 of 560 arrive at once: the wave waits longer
+        assert data["load"]["first_round_share"] == 0.25 and parts["first_round_ms"] > 0
+    else:
+        assert parts["first_round_ms"] == 0 and tpot["first_round_ms"] == 0
     text = invoke("estimate", *NIM, *load, *NIM_SHAPE[:-1]).output  # NIM_SHAPE ends in --json
     assert "TTFT term" in text and "per-request latency" in text
 

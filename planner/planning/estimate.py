@@ -48,6 +48,10 @@ class EstimateRequest:
     statistic: str = "mean"
     price_usd_per_gpu_hour: float | None = None
     concurrency: int | None = None  # closed loop: C clients, next request when one finishes
+    # the closed loop's prompts in all (vllm bench serve --num-prompts N): the first C arrive
+    # together, so a benchmark's mean mixes that first round (C / N of them) with the steady
+    # state; None: the steady state alone
+    num_prompts: int | None = None
     rate: float | None = None  # open loop: Poisson arrivals, requests/s
     # issue #11: speculative decoding (off | mtp | draft) and prompt tokens served from cache
     speculative: str = "off"
@@ -79,6 +83,7 @@ _OPTION_RANGES = {
     "dp_attention": Range(0, limits.MAX_TP, low_open=True, whole=True),
     "batch": Range(0, limits.MAX_BATCH, low_open=True, unit="sequences", whole=True),
     "concurrency": Range(0, limits.MAX_BATCH, low_open=True, unit="clients", whole=True),
+    "num_prompts": Range(0, limits.MAX_JOB_REQUESTS, low_open=True, unit="prompts", whole=True),
     "input_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
     "output_len": Range(0, limits.MAX_TOKENS, low_open=True, unit="tokens", whole=True),
     "utilisation": Range(0, 1, low_open=True, high_open=True),
@@ -112,6 +117,16 @@ def _check_load(req: EstimateRequest) -> None:
         raise InputError("--concurrency and --rate: give one load, not both")
     if req.rate is not None and not (req.rate > 0 and math.isfinite(req.rate)):
         raise InputError(f"--rate: must be a positive number of requests/s, got {req.rate}")
+    if req.num_prompts is not None and req.concurrency is None:
+        raise InputError(
+            "--num-prompts: the prompts of a closed loop; give --concurrency C as well "
+            "(vllm bench serve --max-concurrency C --num-prompts N)"
+        )
+    if req.num_prompts is not None and req.concurrency and req.num_prompts < req.concurrency:
+        raise InputError(
+            f"--num-prompts: {req.num_prompts} is fewer than --concurrency "
+            f"{req.concurrency}; the first round alone sends {req.concurrency} prompts"
+        )
 
 
 def _price(gpu: Gpu, override: float | None) -> Price | None:
@@ -226,12 +241,45 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.
     slot = max(concurrency - b, 0) / rate
     fused = _fused_rows_ms(req, catalog, row, b)  # the others' decode work in its passes
     _ttft_terms(row, queue * 1e3, slot * 1e3, fused)
+    _first_round(req, catalog, row, b, slot * 1e3)
     # Little's law over the clients: each is idle for its request's per-request latency
     life_s = (float(row["ttft_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])) * 1e-3
     rate = min(rate, concurrency / life_s)
     row["throughput_tok_s"] = rate * req.output_len
     row["capacity_requests_per_s"] = rate
     return _with_load(row, "concurrency", concurrency, b, seqs)
+
+
+def _first_round(
+    req: EstimateRequest, catalog: Catalog, row: pd.Series, b: int, slot_ms: float
+) -> None:
+    """Mix a benchmark's first round into the closed loop's steady TTFT and TPOT on `row`.
+
+    `vllm bench serve --max-concurrency C --num-prompts N` (and AIPerf, SGLang
+    bench_serving) starts its C clients together: their first prompts reach an idle replica
+    as one wave of b (`calibration.prediction.serving_wave_ms`, the same comparison the
+    calibration makes with the aic and vLLM closed loops), each with the per-request latency,
+    the clients beyond b waiting for a slot; the stagger of that wave's prefills spreads the
+    later rounds into the steady state. The benchmark's means mix the two, a share f = C / N
+    in the wave: TTFT = S + f (W - S), TPOT likewise; the f (W - S) terms are
+    `ttft_first_round_ms` and `tpot_first_round_ms` (0 without --num-prompts)."""
+    if req.num_prompts is None or req.concurrency is None:
+        return
+    from planner.calibration.prediction import serving_wave_ms
+
+    model, grid = _grid(req, catalog, b)
+    wave = evaluate(model, grid, req.utilisation, "none")
+    wave["_mixes_prefill"] = catalog.engine(req.engine).mixes_prefill
+    step = wave["tpot_step_ms"].to_numpy(dtype=float)
+    w_ttft, w_tpot = serving_wave_ms(model, wave, step, None, wave["t_decode_rows_ms"].to_numpy())
+    share = req.concurrency / req.num_prompts
+    row["num_prompts"] = req.num_prompts
+    first_ttft = float(w_ttft[0]) + float(row["eff_request_overhead_ms"]) + slot_ms
+    row["first_round_share"] = share
+    row["ttft_first_round_ms"] = share * (first_ttft - float(row["ttft_ms"]))
+    row["tpot_first_round_ms"] = share * (float(w_tpot[0]) - float(row["tpot_ms"]))
+    row["ttft_ms"] = float(row["ttft_ms"]) + float(row["ttft_first_round_ms"])
+    row["tpot_ms"] = float(row["tpot_ms"]) + float(row["tpot_first_round_ms"])
 
 
 def _fused_rows_ms(req: EstimateRequest, catalog: Catalog, row: pd.Series, b: int) -> float:
@@ -297,7 +345,14 @@ def _ttft_terms(
     row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + prefill_wait_ms + slot_wait_ms + fused_ms
 
 
+FIRST_ROUND_FIELDS = ("num_prompts", "first_round_share", "ttft_first_round_ms",
+                      "tpot_first_round_ms")  # fmt: skip
+
+
 def _with_load(row: pd.Series, kind: str, value: float, in_flight: int, seqs: int) -> pd.Series:
+    for name in FIRST_ROUND_FIELDS:  # no benchmark's first round unless --num-prompts set it
+        if name not in row.index:
+            row[name] = 0
     row["load_kind"] = kind
     row["load_value"] = value
     row["batch_in_flight"] = in_flight

@@ -89,6 +89,7 @@ BREAKDOWN_KEYS = {
     "overhead_ms": "t_overhead_ms",
     "step_ms": "tpot_step_ms",
     "prefill_interference_ms": None,
+    "first_round_ms": "tpot_first_round_ms",
 }
 
 
@@ -99,6 +100,7 @@ TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
     "fused_decode_ms": "ttft_fused_ms",
     "prefill_queue_ms": "ttft_prefill_wait_ms",
     "slot_wait_ms": "ttft_slot_wait_ms",
+    "first_round_ms": "ttft_first_round_ms",
 }
 
 
@@ -115,8 +117,13 @@ def estimate_dict(row: pd.Series) -> dict:
         "batch_in_flight": int(row["batch_in_flight"]),
         "max_num_seqs": int(row["max_num_seqs"]),
     }
+    if kind == "concurrency":  # a benchmark's prompts (--num-prompts), null: the steady state
+        out["load"]["num_prompts"] = int(row["num_prompts"]) or None
+        out["load"]["first_round_share"] = float(row["first_round_share"])
     breakdown = {k: row[v] for k, v in BREAKDOWN_KEYS.items() if v}
-    breakdown["prefill_interference_ms"] = row["tpot_ms"] - row["tpot_step_ms"]
+    breakdown["prefill_interference_ms"] = (
+        row["tpot_ms"] - row["tpot_step_ms"] - row["tpot_first_round_ms"]
+    )
     out["breakdown"] = breakdown
     out["ttft_breakdown"] = {k: row[v] for k, v in TTFT_BREAKDOWN_KEYS.items()}
     out.update(speculation_dict(row))

@@ -48,9 +48,11 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
         f"({row['compute_dtype']} math), KV {row['kv_dtype']}, batch {row['batch']}, "
         f"{row['input_len']} in / {row['output_len']} out  [{row['engine']}]"
     )
+    prompts = f" over {row['num_prompts']:,} prompts" if row["num_prompts"] else ""
     head += (
-        f"\nLoad: {row['load_kind']} {row['load_value']:g}; {row['batch_in_flight']} sequences "
-        f"in flight (max_num_seqs {row['max_num_seqs']}); {row['gpus']} GPUs"
+        f"\nLoad: {row['load_kind']} {row['load_value']:g}{prompts}; {row['batch_in_flight']} "
+        f"sequences in flight (max_num_seqs {row['max_num_seqs']}); {row['gpus']} "
+        f"GPU{'' if row['gpus'] == 1 else 's'}"
     )
     fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {row['memory_shortfall_gb']:.1f} GB"
     mem = (
@@ -68,9 +70,10 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
         ("decode step", row["tpot_step_ms"], "max(memory, compute) + comm + overhead"),
         (
             "prefill interference",
-            row["tpot_ms"] - row["tpot_step_ms"],
+            row["tpot_ms"] - row["tpot_step_ms"] - row["tpot_first_round_ms"],
             "(B-1) x prefill share / (O-1)",
         ),
+        *_first_round_term(row, "tpot_first_round_ms", "decodes through the wave's prefills"),
         ("TPOT", row["tpot_ms"], "what a user sees"),
     ]
     bound = (
@@ -122,7 +125,17 @@ def _ttft_terms(row: pd.Series) -> list[tuple[str, float, str]]:
         ("for a free slot", row["ttft_slot_wait_ms"], "clients beyond those in flight"),
     ]
     kept = [t for t in terms if t[0] in ("prefill", "per-request latency") or t[1] >= 0.05]
+    kept += _first_round_term(row, "ttft_first_round_ms", "arrive at once on an idle replica")
     return [*kept, ("TTFT", row["ttft_ms"], f"at this load ({row['load_kind']})")]
+
+
+def _first_round_term(row: pd.Series, key: str, how: str) -> list[tuple[str, float, str]]:
+    """The benchmark's first round (`estimate --num-prompts`), the `key` column of `row`, as
+    one more term; none without it."""
+    if not row["num_prompts"]:
+        return []
+    share = f"{row['load_value']:g} of {row['num_prompts']:,} prompts"
+    return [("first round", row[key], f"{share} ({row['first_round_share']:.0%}): {how}")]
 
 
 def speculation_lines(row: pd.Series) -> list[str]:
