@@ -35,6 +35,28 @@ def test_every_row_is_used_or_skipped_with_a_reason(aic):
     assert (used["row_id"] > cal.aic.AIC_ROW_OFFSET).all()
 
 
+def test_rows_carry_the_generator_configuration(aic, catalog):
+    """Issue #10: every aic row is taken as AIConfigurator's generator serves it (its rule
+    files: ISL + 1500 prompt tokens a pass, prefill mixed into decode steps, SGLang's
+    enable_mixed_chunk), and the prediction runs each row under that configuration, not the
+    engine's own default (SGLang: no mixing, 8192-token chunks on an H200)."""
+    assert (aic["prefill_budget_tokens"] == aic["input_len"] + 1500).all()
+    assert (aic["harness_mixes_prefill"] == 1.0).all()
+    assert aic["assumptions"].str.contains("AIConfigurator's generator").all()
+    used = cal.usable(aic)
+    row = used[(used["engine"] == "sglang") & (used["model_id"] == "llama-3.1-8b")].iloc[[0]]
+    design = pr.build_design(row, catalog, catalog.engine("sglang"))
+    grid = design.groups[0][1]
+    assert grid["_chunk_tokens"].iloc[0] == row["input_len"].iloc[0] + 1500
+    assert bool(grid["_mixes_prefill"].iloc[0]) and not catalog.engine("sglang").mixes_prefill
+    own = pr.build_design(
+        row.assign(prefill_budget_tokens=np.nan, harness_mixes_prefill=np.nan),
+        catalog,
+        catalog.engine("sglang"),
+    ).groups[0][1]
+    assert not bool(own["_mixes_prefill"].iloc[0]) and own["_chunk_tokens"].iloc[0] == 8192
+
+
 def test_a_row_maps_to_catalog_ids(aic):
     row = aic[aic["source"].str.contains("llama3_1_70b_h200_sxm_vllm_fp8_agg_1024x8192_c32")]
     if row.empty:  # the id spelling of the sample; fall back to the mapped values
@@ -53,6 +75,8 @@ def test_steady_closed_loop_matches_estimate_concurrency(catalog, aic, monkeypat
     monkeypatch.setattr(pr, "CLOSED_LOOP_TIMING", "steady")
     used = cal.usable(aic)
     row = used[(used["model_id"] == "llama-3.1-8b") & (used["tp"] == 1)].iloc[[0]]
+    # the engine's own prefill budget and mixing, as estimate uses (not the aic harness's)
+    row = row.assign(prefill_budget_tokens=np.nan, harness_mixes_prefill=np.nan)
     profile = catalog.engine(row["engine"].iloc[0])
     pred = cal.predict(row, catalog, profile).iloc[0]
     r = row.iloc[0]

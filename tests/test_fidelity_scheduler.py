@@ -211,3 +211,24 @@ def test_sglang_fits_no_wave_share_and_vllm_trtllm_fit_eta_kv():
     assert "eta_kv" not in RECIPES["sglang"].params
     for rid in ("vllm", "trtllm"):
         assert "eta_kv" in RECIPES[rid].params
+
+
+@pytest.mark.parametrize(("chunk", "expect"), [(8192.0, 400.0), (1024.0 + 1500.0, 237.5)])
+def test_a_wave_under_the_aic_prefill_budget(monkeypatch, chunk, expect):
+    """#10: 8 prompts of 1,024 tokens, the whole wave's prefill stubbed to P = 400 ms. In one
+    8,192-token pass every prompt completes at its end: TTFT = P. Under the aic generator's
+    budget of ISL + 1500 = 2,524 tokens a pass the wave takes n = ceil(8192 / 2524) = 4 passes
+    of p = 100 ms and prompt j completes in pass ceil(1024 j / 2524) = 1,1,2,2,3,3,3,4: mean
+    2.375 passes, TTFT = 237.5 ms."""
+    grid = pd.DataFrame(
+        {
+            "batch": [8.0],
+            "input_len": [1024.0],
+            "output_len": [11.0],
+            "eff_prefill_chunk_tokens": [chunk],
+            "_mixes_prefill": [True],
+        }
+    )
+    monkeypatch.setattr(pr, "batch_prefill_ms", lambda m, g, b, i, c: np.array([400.0]))
+    ttft, _ = pr.serving_wave_ms(None, grid, np.array([10.0]), None, None)
+    assert float(ttft[0]) == pytest.approx(expect)

@@ -136,6 +136,19 @@ AIC_QUANTS: dict[str, str] = {
     "": "bf16",
 }
 AIC_ENGINES: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
+# Issue #10: the serving configuration AIConfigurator's generator writes for an aggregated
+# deployment (ai-dynamo/aiconfigurator, src/aiconfigurator/generator/rule_plugin/{trtllm,
+# vllm,sglang}.rule and benchmark/*.rule: TensorRT-LLM and vLLM `agg max_num_tokens =
+# max_batch_size + isl + 1500`, SGLang `max_prefill_tokens = isl + 1500` with
+# `enable_mixed_chunk = true`), taken as the configuration of the aic silicon rows, which the
+# same project measured (its auto gap analysis and workflow runs): a pass prefills at most
+# ISL + 1500 prompt tokens beside its decode tokens, and SGLang mixes them into decode steps.
+AIC_PREFILL_MARGIN_TOKENS = 1500
+AIC_GENERATOR = (
+    "served as AIConfigurator's generator configures an aggregated deployment (assumed): "
+    f"ISL + {AIC_PREFILL_MARGIN_TOKENS} prompt tokens a pass beside the decode tokens, "
+    "prefill mixed into decode steps (SGLang enable_mixed_chunk)"
+)
 THROUGHPUT_BASIS = "throughput: C * OSL / (TTFT + (OSL - 1) * TPOT) (Little's law, derived)"
 
 
@@ -222,7 +235,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     skips += _contradicted(engine, raw, mode)
     is_moe = model_id is not None and model_id in catalog.models and catalog.model(model_id).moe
     skips += _parallel_skips(raw, bool(is_moe))
-    notes = ["closed loop at concurrency batch_size"]
+    notes = ["closed loop at concurrency batch_size", AIC_GENERATOR]
     kv = None
     if quant_id is not None:
         kv, kv_note = _kv(engine, quant_id, catalog)
@@ -272,6 +285,8 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         "skip_reason": "; ".join(skips),
         "metric_skips": "",
         "wave_share": math.nan,  # not published: the profile's fitted share applies
+        "prefill_budget_tokens": isl + AIC_PREFILL_MARGIN_TOKENS,  # AIC_GENERATOR
+        "harness_mixes_prefill": 1.0,
         **{c: lay[c] for c in AIC_LAYOUT_COLUMNS},
     }
 

@@ -358,6 +358,8 @@ def _map_row(raw: pd.Series, catalog: Catalog) -> dict:
         skip_reason="; ".join(out.skips),
         metric_skips="; ".join(out.metric_skips),
         wave_share=math.nan,
+        prefill_budget_tokens=math.nan,
+        harness_mixes_prefill=math.nan,
     )
     return out.values
 
@@ -408,11 +410,16 @@ MEASUREMENT_COLUMNS: tuple[str, ...] = (
     "engine", "engine_class", "model_id", "gpu_id", "quant_id", "kv_dtype", "num_gpus", "tp",
     "layer_split", "batch", "input_len", "output_len", "scenario_kind", "ttft_input_len",
     "ttft_batch", "meas_tpot", "meas_ttft", "meas_throughput", "meas_e2e", "metric_basis",
-    "assumptions", "skip_reason", "metric_skips", "wave_share",
+    "assumptions", "skip_reason", "metric_skips", "wave_share", "prefill_budget_tokens",
+    "harness_mixes_prefill",
 )  # fmt: skip
 # wave_share: the share of a closed-loop benchmark's requests that arrive as its clients'
 # first round (one wave), where the run says it (a vLLM result: max_concurrency /
 # num_prompts); NaN elsewhere, where the engine profile's fitted `benchmark_wave_share` applies.
+# prefill_budget_tokens, harness_mixes_prefill: the prompt tokens one pass of the measured
+# deployment prefills and whether it ran them in the decode steps (1.0 / 0.0), where the
+# harness is known to have set them (the aic rows: calibration.aic.AIC_GENERATOR); NaN
+# elsewhere, where the engine's own default on that GPU applies (prediction._scheduler).
 
 
 def read_csv_measurements(path: str | Path, catalog: Catalog) -> pd.DataFrame:

@@ -541,12 +541,21 @@ def build_design(
 
 def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> dict:
     """The row's engine scheduler facts (#10): its prefill chunk on that GPU and whether it
-    mixes prefill into decode steps (no profile: the 8192-token chunk, mixing)."""
+    mixes prefill into decode steps (no profile: the 8192-token chunk, mixing), the row's own
+    where its harness set them (`prefill_budget_tokens`, `harness_mixes_prefill`: the aic
+    rows, `aic.AIC_GENERATOR`)."""
     if prof is None:
         return {"_chunk_tokens": PREFILL_CHUNK_TOKENS, "_mixes_prefill": True}
     gpu = catalog.gpu(row["gpu_id"])
     chunk = prof.chunk_tokens(gpu.memory_bytes, gpu.family, prof.default.prefill_chunk_tokens)
-    return {"_chunk_tokens": chunk, "_mixes_prefill": prof.mixes_prefill}
+    mixes = prof.mixes_prefill
+    budget = float(row.get("prefill_budget_tokens", math.nan))
+    if math.isfinite(budget):
+        chunk = budget
+    own = float(row.get("harness_mixes_prefill", math.nan))
+    if math.isfinite(own):
+        mixes = bool(own)
+    return {"_chunk_tokens": chunk, "_mixes_prefill": mixes}
 
 
 def _resolve_open_batches(design: Design, effs: Sequence[Efficiency]) -> None:

@@ -248,6 +248,8 @@ def _vllm_row(doc: Mapping, ids: Mapping, where: str, identity: Identity) -> dic
         skip_reason="; ".join(out.skips),
         metric_skips="; ".join(out.metric_skips),
         wave_share=wave_share,
+        prefill_budget_tokens=math.nan,  # the run does not say: the engine's own
+        harness_mixes_prefill=math.nan,
     )
     return out.values
 
