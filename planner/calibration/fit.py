@@ -46,6 +46,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "benchmark_wave_share": (0.0, 1.0),
     "moe_layer_us": (0.0, 500.0),  # issue #10 (t10v): vLLM's per-MoE-layer decode cost
     "prefill_layer_us": (0.0, 2000.0),  # issue #10 (t10p): host floor of an eager prefill pass
+    "ep_cross_node_layer_us": (0.0, 1000.0),  # issue #10 (ep-lead): EP across nodes
+    "ep_cross_node_token_us": (0.0, 200.0),
 }
 # Width of the prior that pulls a GPU-family override towards the default (natural units).
 FAMILY_PRIOR_SCALE: dict[str, float] = {
@@ -61,6 +63,8 @@ FAMILY_PRIOR_SCALE: dict[str, float] = {
     "benchmark_wave_share": 0.2,
     "moe_layer_us": 20.0,
     "prefill_layer_us": 200.0,
+    "ep_cross_node_layer_us": 200.0,
+    "ep_cross_node_token_us": 20.0,
 }
 
 

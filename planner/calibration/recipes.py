@@ -236,9 +236,18 @@ SERVER_PARAMS: tuple[str, ...] = (*FIT_PARAMS, "eta_kv")
 # campaigns out) it runs to its 20 ms bound on dense rows alone, trading against
 # request_overhead_ms (70 -> 45 ms), a per-pass cost the closed-loop TTFT cannot tell from the
 # per-request latency; it stays at BASE_EFFICIENCY's 5 ms engineering default (an assumption).
+#
+# issue #10 (ep-lead): EP across nodes. TensorRT-LLM's wide-EP rows (attention DP 16/64 at 1-16
+# requests) put 406 us on each MoE layer (perf.parallel.EP_CROSS_NODE_LAYER_S, the default);
+# vLLM's EP16 rows (tp 4 x dp 4 on two nodes, Kimi-K2.5 B200 and MiniMax-M2.5 H100) measure
+# ~10 ms TPOT at 1-2 requests, 40-65 us a layer above the physics, and the gap grows with the
+# batch (~18 us per request per layer). vLLM fits its own fixed and per-token cost, default
+# constants only (one campaign per family: an override would be one model's).
 VLLM_PARAMS: tuple[str, ...] = (
     *(p for p in SERVER_PARAMS if p != "prefill_overhead_ms"),
     "moe_layer_us",
+    "ep_cross_node_layer_us",
+    "ep_cross_node_token_us",
 )
 VLLM_FAMILY_PARAMS: tuple[str, ...] = (
     *(p for p in SERVER_FAMILY_PARAMS if p != "prefill_overhead_ms"),

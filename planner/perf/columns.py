@@ -128,6 +128,9 @@ GRID_COLUMNS = _stage(
         ("eff_kv_reserve_output", "bool", SHARED, "engine: KV for I + O held per sequence"),
         # issue #10 (t10v): fixed decode cost per MoE layer (vLLM's fitted; 0 elsewhere)
         ("eff_moe_layer_us", "us", SHARED, "engine: decode step cost per MoE layer"),
+        # issue #10 (ep-lead): EP across nodes, per engine (perf/sharding.alltoall_s)
+        ("eff_ep_cross_node_layer_us", "us", SHARED, "engine: cross-node EP cost per MoE layer"),
+        ("eff_ep_cross_node_token_us", "us", SHARED, "engine: cross-node EP cost per layer-token"),
         # issue #11 (t10s): the per-forward part of the step cost, paid by each draft forward
         ("eff_draft_forward_ms", "ms", SHARED, "engine: fixed cost of one draft forward"),
         # issue #10 (t10p): host floor of an eager prefill pass, per layer

@@ -289,6 +289,7 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
         collective_alpha_s(df),
     )
     t_a2a = sh.alltoall_s(model, df, micro_tokens / sh.width(df))
+    t_a2a = t_a2a + sh.cross_node_tokens_s(model, df, micro_tokens)  # #10 (ep-lead)
     # fixed cost per step plus a cost per sequence in the batch (sampling, scheduling, #10)
     per_seq = _col(df, "eff_step_per_seq_us") * 1e-6  # a stage steps one micro-batch
     t_oh = _col(df, "eff_step_overhead_ms") * 1e-3 + micro * per_seq

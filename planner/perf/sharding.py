@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from planner.perf import memory as mem
 from planner.perf import parallel
@@ -124,6 +124,34 @@ def alltoall_s(
         alpha,
         col(df, "ep_imbalance"),
     )
-    spans = (col(df, "ep") > 1) & (width(df) > col(df, "scaleup_domain_gpus")) & latency
-    fixed = np.where(spans, parallel.EP_CROSS_NODE_LAYER_S, 0.0)
+    spans = ep_spans_nodes(df) & latency
+    fixed = np.where(spans, cross_node_layer_s(df), 0.0)
     return (per_layer + fixed) * model.n_moe_layers / col(df, "pp")
+
+
+def ep_spans_nodes(df: pd.DataFrame) -> NDArray[np.bool_]:
+    """Expert parallel whose stage spans more than one scale-up domain (node)."""
+    return (col(df, "ep") > 1) & (width(df) > col(df, "scaleup_domain_gpus"))
+
+
+def cross_node_layer_s(df: pd.DataFrame) -> Array:
+    """The engine's fixed cost per MoE layer of EP across nodes (seconds): its profile's
+    `ep_cross_node_layer_us`, else parallel.EP_CROSS_NODE_LAYER_S (frames without it)."""
+    if "eff_ep_cross_node_layer_us" in df:
+        return col(df, "eff_ep_cross_node_layer_us") * 1e-6
+    return np.full_like(col(df, "ep"), parallel.EP_CROSS_NODE_LAYER_S)
+
+
+def cross_node_tokens_s(model: Model, df: pd.DataFrame, stage_tokens: ArrayLike) -> Array:
+    """Decode cost of a stage's MoE layers that grows with the tokens of the step when EP spans
+    nodes: n_moe_layers / pp x `ep_cross_node_token_us` x the micro-batch's tokens over all
+    attention-DP ranks (vLLM's default all2all backend, allgather_reducescatter, gathers every
+    DP rank's tokens onto every rank; docs.vllm.ai serving/expert_parallel_deployment). An
+    empirical per-engine term (fitted on vLLM's EP16 rows), not transport physics: 0 for a
+    dense model, within one node, or where the profile has no such constant."""
+    if model.moe is None or "eff_ep_cross_node_token_us" not in df:
+        return np.zeros_like(col(df, "ep"))
+    per_token = col(df, "eff_ep_cross_node_token_us") * 1e-6
+    tokens = np.asarray(stage_tokens, float)
+    cost = per_token * tokens * model.n_moe_layers / col(df, "pp")
+    return np.where(ep_spans_nodes(df), cost, 0.0)

@@ -112,6 +112,25 @@ class Efficiency(Strict):
             "top-k, token permute and grouped-GEMM launches; 0 for dense models)"
         ),
     ] = 0.0
+    # --- issue #10 (ep-lead): expert parallel across scale-up domains, per engine
+    ep_cross_node_layer_us: Annotated[
+        float,
+        _up_to(10_000, "us"),
+        Field(
+            description="fixed cost per MoE layer when the EP group spans scale-up domains "
+            "(nodes), beyond the all-to-all's NIC latency and bytes; paid by decode steps and "
+            "prefill passes (406: the median over TensorRT-LLM's wide-EP rows, "
+            "perf.parallel.EP_CROSS_NODE_LAYER_S)"
+        ),
+    ] = 406.0
+    ep_cross_node_token_us: Annotated[
+        float,
+        _up_to(10_000, "us"),
+        Field(
+            description="decode cost per MoE layer and per token of the stage's micro-batch "
+            "(all attention-DP ranks' tokens) when the EP group spans nodes; 0 unless fitted"
+        ),
+    ] = 0.0
     # --- issue #11 (t10s): the fixed cost of one more forward pass inside a decode step
     draft_forward_ms: Annotated[
         float | None,
