@@ -89,7 +89,7 @@ BREAKDOWN_KEYS = {
     "overhead_ms": "t_overhead_ms",
     "step_ms": "tpot_step_ms",
     "prefill_interference_ms": None,
-    "first_round_ms": "tpot_first_round_ms",
+    "first_round_ms": None,
 }
 
 
@@ -121,6 +121,8 @@ def estimate_dict(row: pd.Series) -> dict:
         out["load"]["num_prompts"] = int(row["num_prompts"]) or None
         out["load"]["first_round_share"] = float(row["first_round_share"])
     breakdown = {k: row[v] for k, v in BREAKDOWN_KEYS.items() if v}
+    # the estimate's own terms, beside the grid's declared columns (planning.estimate)
+    breakdown["first_round_ms"] = row["tpot_first_round_ms"]
     breakdown["prefill_interference_ms"] = (
         row["tpot_ms"] - row["tpot_step_ms"] - row["tpot_first_round_ms"]
     )
