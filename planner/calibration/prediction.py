@@ -551,7 +551,7 @@ def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> 
     mixes = prof.mixes_prefill
     budget = float(row.get("prefill_budget_tokens", math.nan))
     if math.isfinite(budget):
-        chunk = budget
+        chunk = int(budget)
     own = float(row.get("harness_mixes_prefill", math.nan))
     if math.isfinite(own):
         mixes = bool(own)
