@@ -406,10 +406,9 @@ def closed_loop_benchmark_ms(
     f = _wave_share(grid)
     s_ttft, s_tpot, _ = closed_loop_ms(grid, sub)
     slot = _slot_wait_ms(grid, sub)
-    w_ttft, w_tpot = serving_wave_ms(
-        model, grid, np.asarray(sub["tpot_step_ms"], dtype=float), None, sub["t_decode_rows_ms"]
+    w_ttft, w_tpot = first_round_ms(
+        model, grid, np.asarray(sub["tpot_step_ms"], dtype=float), sub["t_decode_rows_ms"], slot
     )
-    w_ttft = w_ttft + _col(grid, "eff_request_overhead_ms") + slot
     if CLOSED_LOOP_TIMING == "mixed":
         ttft = f * w_ttft + (1.0 - f) * s_ttft
         tpot = f * w_tpot + (1.0 - f) * s_tpot
@@ -418,6 +417,21 @@ def closed_loop_benchmark_ms(
     o_len = _col(grid, "output_len")
     life = ttft + np.maximum(o_len - 1.0, 0.0) * tpot
     return ttft, tpot, _col(grid, "concurrency") * o_len / life * 1e3
+
+
+def first_round_ms(
+    model: Model,
+    grid: pd.DataFrame,
+    tpot_step_ms: np.ndarray,
+    decode_rows_ms: np.ndarray,
+    slot_ms: np.ndarray | float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """TTFT and TPOT (ms) of a closed loop's first round: its prompts reach an idle replica
+    as one wave (`serving_wave_ms`), each with the per-request latency, and clients beyond
+    the batch wait `slot_ms` for a slot. Shared by `closed_loop_benchmark_ms` and
+    `planner estimate --num-prompts`."""
+    ttft, tpot = serving_wave_ms(model, grid, tpot_step_ms, None, decode_rows_ms)
+    return ttft + _col(grid, "eff_request_overhead_ms") + slot_ms, tpot
 
 
 def _slot_wait_ms(grid: pd.DataFrame, core: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -257,26 +257,25 @@ def _first_round(
 
     `vllm bench serve --max-concurrency C --num-prompts N` (and AIPerf, SGLang
     bench_serving) starts its C clients together: their first prompts reach an idle replica
-    as one wave of b (`calibration.prediction.serving_wave_ms`, the same comparison the
-    calibration makes with the aic and vLLM closed loops), each with the per-request latency,
-    the clients beyond b waiting for a slot; the stagger of that wave's prefills spreads the
-    later rounds into the steady state. The benchmark's means mix the two, a share f = C / N
-    in the wave: TTFT = S + f (W - S), TPOT likewise; the f (W - S) terms are
-    `ttft_first_round_ms` and `tpot_first_round_ms` (0 without --num-prompts)."""
+    as one wave of b (`calibration.prediction.first_round_ms`, the same first round the
+    calibration compares the aic and vLLM closed loops with), each with the per-request
+    latency, the clients beyond b waiting for a slot; the stagger of that wave's prefills
+    spreads the later rounds into the steady state. The benchmark's means mix the two, a
+    share f = C / N in the wave: TTFT = S + f (W - S), TPOT likewise; the f (W - S) terms
+    are `ttft_first_round_ms` and `tpot_first_round_ms` (0 without --num-prompts)."""
     if req.num_prompts is None or req.concurrency is None:
         return
-    from planner.calibration.prediction import serving_wave_ms
+    from planner.calibration.prediction import first_round_ms
 
     model, grid = _grid(req, catalog, b)
     wave = evaluate(model, grid, req.utilisation, "none")
     wave["_mixes_prefill"] = catalog.engine(req.engine).mixes_prefill
     step = wave["tpot_step_ms"].to_numpy(dtype=float)
-    w_ttft, w_tpot = serving_wave_ms(model, wave, step, None, wave["t_decode_rows_ms"].to_numpy())
+    w_ttft, w_tpot = first_round_ms(model, wave, step, wave["t_decode_rows_ms"].to_numpy(), slot_ms)
     share = req.concurrency / req.num_prompts
     row["num_prompts"] = req.num_prompts
-    first_ttft = float(w_ttft[0]) + float(row["eff_request_overhead_ms"]) + slot_ms
     row["first_round_share"] = share
-    row["ttft_first_round_ms"] = share * (first_ttft - float(row["ttft_ms"]))
+    row["ttft_first_round_ms"] = share * (float(w_ttft[0]) - float(row["ttft_ms"]))
     row["tpot_first_round_ms"] = share * (float(w_tpot[0]) - float(row["tpot_ms"]))
     row["ttft_ms"] = float(row["ttft_ms"]) + float(row["ttft_first_round_ms"])
     row["tpot_ms"] = float(row["tpot_ms"]) + float(row["tpot_first_round_ms"])
