@@ -62,7 +62,7 @@ def main(repeats: int = 3) -> None:
     )
     reps = -(-CANDIDATE_ROWS // len(steady.candidates))
     rows = pd.concat([steady.candidates] * reps, ignore_index=True).iloc[:CANDIDATE_ROWS]
-    big = dataclasses.replace(steady, candidates=rows)
+    big = dataclasses.replace(steady, candidate_table=rows)
     big_analysis = analyse(steady)
     scenario, cat = load_scenario(ROOT / "scenarios" / "diurnal-chatbot.yaml", catalog)
     over_time = make_plan(scenario, cat)

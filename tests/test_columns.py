@@ -97,7 +97,7 @@ def test_a_plans_candidate_table_is_exactly_the_declared_one(path, catalog):
     scenario, cat = load_scenario(path, catalog)
     result = plan(scenario.model_copy(update={"finance": None}), cat)
     assert_declared(result.candidates, columns.CANDIDATE_COLUMNS)
-    assert_declared(result.offered.keys, OFFERED_COLUMNS)
+    assert_declared(result.offered.key_frame(), OFFERED_COLUMNS)
     capacity = result.offered.capacity
     assert capacity.shape == (len(result.offered.keys), len(result.classes))
     assert capacity.dtype == np.float64 and (capacity >= 0).all()

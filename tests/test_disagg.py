@@ -144,7 +144,7 @@ def test_mip_matches_brute_force_with_both_roles(cost, cap, demand):
 
 
 def test_pruning_keeps_roles_apart():
-    keys = columns.frame(
+    keys = columns.table(
         {
             "gpu": ["g", "g"], "tp": [1, 1], "quant": ["fp8"] * 2, "kv_dtype": ["bf16"] * 2,
             "batch": [8, 8], "role": ["aggregated", "decode"], "cost_per_hour_usd": [1.0, 1.0],

@@ -289,7 +289,7 @@ def test_non_finite_numbers_are_empty_cells(plan, analysis, tmp_path):
     odd = dataclasses.replace(
         fleet, deployments=(dataclasses.replace(fleet.deployments[0], ttft_ms=float("nan")),)
     )
-    p = dataclasses.replace(plan, candidates=cands, fleet=odd)
+    p = dataclasses.replace(plan, candidate_table=cands, fleet=odd)
     ws = openpyxl.load_workbook(write_workbook(p, tmp_path / "nan.xlsx", analysis))["Candidates"]
     cols = {name: i + 1 for i, (name, _, _) in enumerate(export.CANDIDATE_COLUMNS)}
     assert ws.cell(row=2, column=cols["tpot_ms"]).value is None
@@ -340,7 +340,7 @@ def test_large_candidate_table_is_written_whole(plan, analysis, tmp_path):
     written is benchmarks/workbook_speed.py's to measure."""
     reps = -(-20_000 // len(plan.candidates))
     big = pd.concat([plan.candidates] * reps, ignore_index=True).iloc[:20_000]
-    p = dataclasses.replace(plan, candidates=big)
+    p = dataclasses.replace(plan, candidate_table=big)
     path = write_workbook(p, tmp_path / "big.xlsx", analysis)
     wb = openpyxl.load_workbook(path, read_only=True)
     assert wb["Candidates"].max_row == 20_001  # the <dimension> element
@@ -455,8 +455,8 @@ def test_minimal_hand_built_plan(tmp_path):
         scenario_name="hand", model_id="m", engine="vllm",
         classes=(RequestClassPlan("a", 4.0, 200, 100, 50.0, None, "p95"),),
         utilisation=0.7, fleet=fleet, single_gpu_best=None, single_gpu_best_gpu=None,
-        candidates=pd.DataFrame(), offered=pd.DataFrame(), api_quotes=(),
-        assumptions=pd.DataFrame(),
+        candidate_table=pd.DataFrame(), offered=pd.DataFrame(), api_quotes=(),
+        assumption_rows=(),
     )  # fmt: skip
     path = write_workbook(p, tmp_path / "hand.xlsx")
     got = read_back(path)

@@ -102,7 +102,9 @@ def test_the_narrow_table_holds_the_wide_evaluation_rounded_only_where_declared(
     for c in columns.MODEL_COLUMNS:
         got, want = table[c.name], arrays[c.name]
         if c.dtype == columns.ID:
-            assert list(got.astype(str)) == list(pd.Categorical(want).astype(str)), c.name
+            assert list(got.astype(str)) == list(pd.Categorical(np.asarray(want)).astype(str)), (
+                c.name
+            )
         elif c.dtype == columns.FLOAT32:
             np.testing.assert_array_equal(got.to_numpy(), np.asarray(want, np.float32), c.name)
         else:

@@ -60,8 +60,11 @@ def test_plan_grid_offers_scale_up_pools_of_at_most_half_a_node(catalog):
         tps=(1, 2, 4, 8), batches=(32,), shapes=((16384, 256),),
         roles=("aggregated", "prefill", "decode"), kv_links=("scale-out", "scale-up"),
     )  # fmt: skip
-    grid, rejected = build_pool_grid(
-        catalog.model("llama-3.1-70b"), spec, catalog.engine("vllm"), PLAIN
+    grid, rejected = (
+        t.to_pandas()
+        for t in build_pool_grid(
+            catalog.model("llama-3.1-70b"), spec, catalog.engine("vllm"), PLAIN
+        )
     )
     pools = grid[grid["role"] != "aggregated"]
     up = pools[pools["kv_link"] == "scale-up"]

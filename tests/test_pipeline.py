@@ -25,6 +25,7 @@ from planner.fleet.selection import (
     sla_verdicts,
 )
 from planner.inputs.scenarios import load_scenario
+from planner.perf.table import Table
 from planner.planning.pipeline import plan
 from planner.render.json import offered_records, plan_dict, to_json
 from planner.schema.plan import Deployment
@@ -147,8 +148,9 @@ def test_sla_verdicts_say_why_in_order_memory_price_tpot_ttft(tpot, ttft):
         index=range(10, 17),
     )
     got = sla_verdicts(rows, tpot, ttft)
-    assert list(got.index) == list(rows.index)
+    assert isinstance(got, np.ndarray) and len(got) == len(rows)  # one reason per row, in order
     assert got.tolist() == _old_verdicts(rows, tpot, ttft)
+    assert sla_verdicts(Table.from_pandas(rows), tpot, ttft).tolist() == got.tolist()
 
 
 _ms = st.one_of(st.none(), st.floats(1.0, 5000.0))
@@ -175,7 +177,7 @@ def test_sla_met_is_where_sla_verdicts_gives_no_reason(cells, tpot, ttft):
             "max_batch": 1,
         }
     )
-    want = (sla_verdicts(rows, tpot, ttft) == "").to_numpy()
+    want = sla_verdicts(rows, tpot, ttft) == ""
     np.testing.assert_array_equal(sla_met(rows, tpot, ttft), want)
 
 
@@ -194,10 +196,10 @@ def test_candidates_by_lexsort_are_the_groupby_ones(mixed_rows, data):
     size = data.draw(st.integers(1, 400))
     seed = data.draw(st.integers(0, 2**32 - 1))
     rows = mixed_rows.iloc[np.random.default_rng(seed).permutation(n)[:size]]
-    keys, row = _candidates(rows)
+    keys, row = _candidates(Table.from_pandas(rows))
     groups = rows.groupby(CANDIDATE_KEY, sort=True, observed=True)
     want = groups[_KEY_VALUES].first().reset_index()
-    pd.testing.assert_frame_equal(keys, want, check_exact=True)
+    pd.testing.assert_frame_equal(keys.to_pandas(), want, check_exact=True)
     np.testing.assert_array_equal(row, groups.ngroup().to_numpy())
 
 
@@ -233,7 +235,7 @@ def test_candidates_from_undeclared_key_dtypes_fall_back_to_the_groupby():
     rows["role"] = "aggregated"
     rows = rows.assign(gpus_per_replica=1, nodes_per_replica=1)
     rows["cost_per_hour_usd"] = [np.nan, 2.0, 3.0]
-    keys, row = _candidates(rows)
+    keys, row = _candidates(Table.from_pandas(rows))
     assert keys["gpu"].tolist() == ["a", "b"]
     assert keys["cost_per_hour_usd"].tolist() == [2.0, 3.0]  # b's first non-NaN cost
     assert row.tolist() == [1, 0, 1]

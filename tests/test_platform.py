@@ -177,7 +177,7 @@ def test_n_plus_1_on_the_shipped_moe_scenario(catalog):
 
 def _replicas(result) -> np.ndarray:
     """The plan's replicas per offered candidate (the fleet lines matched by key)."""
-    keys = result.offered.keys
+    keys = result.offered.key_frame()
     out = np.zeros(len(keys), dtype=np.int64)
     for d in result.fleet.deployments:
         match = (

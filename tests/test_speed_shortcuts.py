@@ -18,6 +18,7 @@ from planner.fleet.selection import Offered, prune_dominated
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.fleet.synthetic import synthetic_problem
+from planner.perf.table import Table
 from planner.planning import pipeline
 
 OPTIONS = SolverOptions(time_limit_s=600)
@@ -116,11 +117,12 @@ def _prune_whole_list(offered: Offered) -> np.ndarray:
     n = len(offered)
     keep = np.ones(n, dtype=bool)
     caps, ttft = offered.capacity, offered.ttft_ms
-    cost = offered.keys["cost_per_hour_usd"].to_numpy(dtype=float)
-    tp = offered.keys["gpus_per_replica"].to_numpy()
-    gpu = offered.keys["gpu"].to_numpy()
-    role = offered.keys["role"].to_numpy(dtype=object)
-    link = offered.keys["kv_link"].to_numpy(dtype=object)
+    keys = offered.keys.to_pandas()
+    cost = keys["cost_per_hour_usd"].to_numpy(dtype=float)
+    tp = keys["gpus_per_replica"].to_numpy()
+    gpu = keys["gpu"].to_numpy()
+    role = keys["role"].to_numpy(dtype=object)
+    link = keys["kv_link"].to_numpy(dtype=object)
     pool = role != "aggregated"
     for i in range(n):
         same = (gpu == gpu[i]) & (role == role[i]) & (link == link[i]) & keep
@@ -150,10 +152,10 @@ def test_grouped_pruning_keeps_what_the_whole_list_kept(seed, n):
     )
     caps = rng.choice([0.0, 1.0, 2.0], (n, 2))
     ttft = rng.choice([100.0, 200.0], (n, 2))
-    offered = Offered(keys, caps, ttft)
+    offered = Offered(Table.from_pandas(keys), caps, ttft)
     got = prune_dominated(offered)
     want = offered.take(_prune_whole_list(offered))
-    assert got.keys.equals(want.keys)
+    assert got.keys.to_pandas().equals(want.keys.to_pandas())
     assert np.array_equal(got.capacity, want.capacity)
 
 

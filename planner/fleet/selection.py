@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from planner.fleet import disagg
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
+from planner.perf.table import Coded, Frame, Table, values
 
 # pp, ep, dp_attention: multi-node / MoE layouts; speculative, spec_tokens, role (issue #11)
 CANDIDATE_KEY = [
@@ -30,22 +31,26 @@ class Offered:
     """The SLA-feasible candidates offered to the solver: one key row each and its capacity
     per request class. Capacity is an array, so class names never become column names."""
 
-    keys: pd.DataFrame  # OFFERED_COLUMNS, one row per candidate
+    keys: Table  # OFFERED_COLUMNS, one row per candidate
     capacity: np.ndarray  # candidates x classes (plan order), req/s per replica; 0 = cannot
     ttft_ms: np.ndarray | None = None  # candidates x classes: a pool's part of the TTFT (#11)
 
     def __len__(self) -> int:
         return len(self.keys)
 
+    def key_frame(self) -> Any:
+        """The keys as a DataFrame (`OFFERED_COLUMNS`), for the pipelines written in pandas."""
+        return columns.conform(self.keys.to_pandas(), OFFERED_COLUMNS)
+
     def take(self, index: np.ndarray) -> Offered:
         """The candidates at these positions, in that order."""
         ttft = None if self.ttft_ms is None else self.ttft_ms[index]
-        return Offered(self.keys.iloc[index].reset_index(drop=True), self.capacity[index], ttft)
+        return Offered(self.keys.take(index), self.capacity[index], ttft)
 
 
-def _formatted(spec: str, values: pd.Series, mask: np.ndarray) -> np.ndarray:
+def _formatted(spec: str, column: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The masked values, each through one printf-style `spec` (vectorised, no row loop)."""
-    return np.char.mod(spec, values.to_numpy()[mask])
+    return np.char.mod(spec, column[mask])
 
 
 def _joined(*parts: np.ndarray | str) -> np.ndarray:
@@ -53,27 +58,25 @@ def _joined(*parts: np.ndarray | str) -> np.ndarray:
     return reduce(np.char.add, [np.asarray(p) for p in parts])
 
 
-def _failures(
-    rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None
-) -> dict[str, np.ndarray]:
+def _failures(rows: Frame, tpot_ms: float | None, ttft_ms: float | None) -> dict[str, np.ndarray]:
     """Which rows break each rule, in the order a later one overrides an earlier one's reason:
     TTFT, TPOT, no price, out of memory (one definition for the reasons and the verdict)."""
     out: dict[str, np.ndarray] = {}
     if ttft_ms is not None:
-        out["ttft"] = (rows["ttft_ms"] > ttft_ms).to_numpy()
+        out["ttft"] = values(rows, "ttft_ms", float) > ttft_ms
     if tpot_ms is not None:
-        out["tpot"] = (rows["tpot_ms"] > tpot_ms).to_numpy()
-    out["price"] = rows["price_usd_per_gpu_hour"].isna().to_numpy()
-    out["oom"] = ~rows["fits"].to_numpy(dtype=bool)
+        out["tpot"] = values(rows, "tpot_ms", float) > tpot_ms
+    out["price"] = np.isnan(values(rows, "price_usd_per_gpu_hour", float))
+    out["oom"] = ~values(rows, "fits", bool)
     return out
 
 
-def sla_met(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> np.ndarray:
+def sla_met(rows: Frame, tpot_ms: float | None, ttft_ms: float | None) -> np.ndarray:
     """Where `sla_verdicts` is '', without writing the reasons (issue #16: a verdict only)."""
     return ~np.logical_or.reduce(list(_failures(rows, tpot_ms, ttft_ms).values()))
 
 
-def sla_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> pd.Series:
+def sla_verdicts(rows: Frame, tpot_ms: float | None, ttft_ms: float | None) -> np.ndarray:
     """'' where the row meets memory, price and SLA; otherwise why it does not (out of memory
     first, then a missing price, then TPOT, then TTFT)."""
     why = np.full(len(rows), "", dtype=object)
@@ -81,62 +84,71 @@ def sla_verdicts(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | Non
     if "ttft" in fail:
         bad = fail["ttft"]
         why[bad] = _joined(
-            "TTFT ", _formatted("%.0f", rows["ttft_ms"], bad), f" ms > {ttft_ms:g} ms"
+            "TTFT ", _formatted("%.0f", values(rows, "ttft_ms"), bad), f" ms > {ttft_ms:g} ms"
         )
     if "tpot" in fail:
         bad = fail["tpot"]
         why[bad] = _joined(
-            "TPOT ", _formatted("%.1f", rows["tpot_ms"], bad), f" ms > {tpot_ms:g} ms"
+            "TPOT ", _formatted("%.1f", values(rows, "tpot_ms"), bad), f" ms > {tpot_ms:g} ms"
         )
     why[fail["price"]] = "no price for this GPU"
     oom = fail["oom"]
     if oom.any():
         why[oom] = _joined(
             "out of memory: needs ",
-            _formatted("%.1f", rows["memory_per_gpu_gb"], oom),
+            _formatted("%.1f", values(rows, "memory_per_gpu_gb"), oom),
             " GB/GPU, ",
-            _formatted("%.1f", rows["memory_usable_gb"], oom),
+            _formatted("%.1f", values(rows, "memory_usable_gb"), oom),
             " usable (max batch ",
-            _formatted("%d", rows["max_batch"], oom),
+            _formatted("%d", values(rows, "max_batch"), oom),
             ")",
         )
-    return pd.Series(why, index=rows.index, dtype=object)
+    return why
 
 
-def offered_capacity(feasible: pd.DataFrame, class_names: list[str]) -> Offered:
+def offered_capacity(feasible: Frame, class_names: list[str]) -> Offered:
     """One entry per candidate (sorted by key), its capacity on every class (0 where it fails
     that class's SLA)."""
     capacity = np.zeros((0, len(class_names)))
+    if not isinstance(feasible, Table):
+        feasible = Table.from_pandas(feasible.reset_index(drop=True))
     if feasible.empty:
-        return Offered(columns.empty(OFFERED_COLUMNS), capacity)
+        return Offered(columns.empty_table(OFFERED_COLUMNS), capacity)
     keys, row = _candidates(feasible)
-    col = pd.Categorical(feasible["class"], categories=class_names).codes
+    col = _positions(feasible, "class", class_names)
     known = col >= 0
     capacity = np.zeros((len(keys), len(class_names)))
-    capacity[row[known], col[known]] = feasible["capacity_requests_per_s"].to_numpy(float)[known]
+    capacity[row[known], col[known]] = values(feasible, "capacity_requests_per_s", float)[known]
     ttft = np.full(capacity.shape, np.inf)
-    ttft[row[known], col[known]] = feasible["ttft_ms"].to_numpy(float)[known]
+    ttft[row[known], col[known]] = values(feasible, "ttft_ms", float)[known]
     keys = columns.conform(keys, OFFERED_COLUMNS)
     return Offered(keys, np.nan_to_num(capacity, nan=0.0), ttft)
+
+
+def _positions(table: Table, name: str, names: list[str]) -> np.ndarray:
+    """Each row's position of its `name` value in `names` (-1 where it is not there),
+    looked up once per distinct value."""
+    stored = table.stored(name)
+    coded = stored if isinstance(stored, Coded) else Coded.of(stored)
+    where = {n: j for j, n in enumerate(names)}
+    lookup = np.asarray([where.get(c, -1) for c in coded.categories] + [-1], dtype=np.int64)
+    return lookup[coded.codes]
 
 
 _KEY_VALUES = ["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]
 
 
-def _candidates(feasible: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+def _candidates(feasible: Table) -> tuple[Table, np.ndarray]:
     """One key row per distinct `CANDIDATE_KEY` (sorted by key) and each row's candidate:
     groupby(sort=True, observed=True).first() and ngroup(), by one stable lexsort over
     the key codes (issue #16: the groupby cost more than the plan's MIP)."""
-    cols = [feasible[k] for k in CANDIDATE_KEY]
-    codes = [
-        c.cat.codes.to_numpy() if isinstance(c.dtype, pd.CategoricalDtype) else c.to_numpy()
-        for c in cols
-    ]
+    codes = [feasible.codes(k) for k in CANDIDATE_KEY]
     plain = all(c.dtype.kind in "iub" for c in codes) and not any((c < 0).any() for c in codes)
-    if not plain or feasible[_KEY_VALUES].isna().to_numpy().any():
-        # NaN keys or values, or keys not as declared: groupby and its own rules
-        groups = feasible.groupby(CANDIDATE_KEY, sort=True, observed=True)
-        return groups[_KEY_VALUES].first().reset_index(), groups.ngroup().to_numpy()
+    if not plain or any(np.isnan(values(feasible, k, float)).any() for k in _KEY_VALUES):
+        # NaN keys or values, or keys not as declared: pandas' groupby and its own rules
+        groups = feasible.to_pandas().groupby(CANDIDATE_KEY, sort=True, observed=True)
+        keys = groups[_KEY_VALUES].first().reset_index()
+        return Table.from_pandas(keys), groups.ngroup().to_numpy()
     order = np.lexsort(codes[::-1])  # stable: a candidate's first row comes first
     new = np.zeros(len(order), dtype=bool)
     new[:1] = True
@@ -145,7 +157,7 @@ def _candidates(feasible: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
         new[1:] |= ranked[1:] != ranked[:-1]
     row = np.empty(len(order), dtype=np.int64)
     row[order] = np.cumsum(new) - 1
-    keys = feasible[[*CANDIDATE_KEY, *_KEY_VALUES]].iloc[order[new]].reset_index(drop=True)
+    keys = feasible[[*CANDIDATE_KEY, *_KEY_VALUES]].take(order[new])
     return keys, row
 
 
@@ -155,20 +167,33 @@ def prune_dominated(offered: Offered) -> Offered:
     n = len(offered)
     keep = np.ones(n, dtype=bool)
     caps = offered.capacity
-    cost = offered.keys["cost_per_hour_usd"].to_numpy(dtype=float)
-    tp = offered.keys["gpus_per_replica"].to_numpy()  # GPUs per replica, not the tp degree
-    gpu = offered.keys["gpu"].to_numpy()
-    role = offered.keys["role"].to_numpy(dtype=object)
+    keys = offered.keys
+    cost = values(keys, "cost_per_hour_usd", float)
+    tp = values(keys, "gpus_per_replica")  # GPUs per replica, not the tp degree
+    role = values(keys, "role")
     # a pool's TTFT part decides which flow buckets it may join (fleet/disagg.py): compare it
     pool = role != "aggregated"
-    link = offered.keys["kv_link"].to_numpy(dtype=object)  # balanced apart (fleet/disagg.py)
     ttft = offered.ttft_ms if offered.ttft_ms is not None else np.zeros(caps.shape)
-    # only a candidate of the same GPU, role and KV link can dominate: compare within those
+    # only a candidate of the same GPU, role and KV link (pools of either link are balanced
+    # apart, fleet/disagg.py) can dominate: compare within those
     # groups (the same test as over the whole list, at a fraction of the cost; issue #16)
-    group = pd.factorize(pd.MultiIndex.from_arrays([gpu, role, link]))[0] if n else np.zeros(0)
+    group = _first_seen_groups([keys.codes("gpu"), keys.codes("role"), keys.codes("kv_link")])
     for members in (np.flatnonzero(group == g) for g in range(int(group.max(initial=-1)) + 1)):
         _prune_group(members, keep, tp, cost, caps, ttft, pool)
     return offered.take(np.flatnonzero(keep))
+
+
+def _first_seen_groups(codes: list[np.ndarray]) -> np.ndarray:
+    """Each row's group of equal (code, code, ...) tuples, numbered in first-seen order
+    (`pd.factorize` of the rows' tuples)."""
+    if not len(codes[0]):
+        return np.zeros(0, dtype=np.int64)
+    _, first, inverse = np.unique(
+        np.stack(codes, axis=1), axis=0, return_index=True, return_inverse=True
+    )
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
 
 
 MATRIX_UP_TO = 512  # group size up to which the pairwise tests are made as one matrix
@@ -230,15 +255,15 @@ def fleet_problem(
 ) -> FleetProblem:
     """The integer program's data from the pruned candidates."""
     keys = offered.keys
-    role = tuple(str(r) for r in keys["role"])
+    role = tuple(str(r) for r in values(keys, "role"))
     pools = any(r != "aggregated" for r in role)
     return FleetProblem(
-        gpu=tuple(str(g) for g in keys["gpu"]),
-        tp=tuple(int(t) for t in keys["gpus_per_replica"]),  # the MIP counts GPUs
-        cost_per_hour=keys["cost_per_hour_usd"].to_numpy(dtype=float),
+        gpu=tuple(str(g) for g in values(keys, "gpu")),
+        tp=tuple(int(t) for t in values(keys, "gpus_per_replica")),  # the MIP counts GPUs
+        cost_per_hour=values(keys, "cost_per_hour_usd", float),
         capacity=offered.capacity.astype(float),
         demand=np.asarray(demand, dtype=float),
-        inventory={g: n for g, n in inventory.items() if g in set(keys["gpu"])},
+        inventory={g: n for g, n in inventory.items() if g in set(values(keys, "gpu"))},
         max_gpus=max_gpus,
         budget_per_hour=budget_per_hour,
         min_replicas=min_replicas,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from planner.perf import collectives, columns
 from planner.perf.kv_link import InvalidKvLink, check_kv_link, role_links
@@ -25,10 +25,14 @@ from planner.perf.layout import (
     layouts,
 )
 from planner.perf.speculative import MODES, OFF, SpecOption
+from planner.perf.table import Coded, Table
 from planner.schema.engine import Efficiency, EngineProfile
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.quant import Quant
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_BATCHES: tuple[int, ...] = (
     1, 2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024,
@@ -240,19 +244,33 @@ DEPLOYMENT_COLUMNS = tuple(c for c in columns.GRID_COLUMNS if c.name not in GRID
 def build_grid(
     model: Model, spec: GridSpec, engine: EngineProfile | None, ideal: bool = False
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`build_table` as DataFrames: the full grid (deployments x batches x shapes,
+    `columns.GRID_COLUMNS`) and the rejected deployments."""
+    import pandas as pd
+
+    grid, rejected = build_table(model, spec, engine, ideal)
+    return (
+        columns.conform(grid.to_pandas(), columns.GRID_COLUMNS),
+        pd.DataFrame({c: list(rejected[c]) for c in REJECTED_COLUMNS}, columns=REJECTED_COLUMNS),
+    )
+
+
+def build_table(
+    model: Model, spec: GridSpec, engine: EngineProfile | None, ideal: bool = False
+) -> tuple[Table, Table]:
     """The full grid (deployments x batches x shapes, `columns.GRID_COLUMNS`) and the
-    rejected deployments."""
+    rejected deployments (`REJECTED_COLUMNS`), without pandas (issue #16)."""
     ok, rejected = deployment_rows(model, spec, engine, ideal)
     rejected = [{**r, "reason": _layout_tag(r) + r["reason"]} for r in rejected]
-    rejected_df = pd.DataFrame(rejected, columns=REJECTED_COLUMNS)
+    rejected_table = _rejected_table(rejected)
     if not ok:
-        return columns.empty(columns.GRID_COLUMNS), rejected_df
-    deployments = columns.conform(pd.DataFrame(ok), DEPLOYMENT_COLUMNS)
+        return columns.empty_table(columns.GRID_COLUMNS), rejected_table
+    deployments = columns.conform_table(_rows_table(ok), DEPLOYMENT_COLUMNS)
     shapes = np.asarray(list(spec.shapes), dtype=np.int32).reshape(-1, 2)
     batches = np.asarray(sorted(set(spec.batches)), dtype=np.int32)
     n_dep, n_b, n_s = len(deployments), len(batches), len(shapes)
     shape_index = np.tile(np.arange(n_s, dtype=np.int16), n_dep * n_b)
-    grid = deployments.take(np.repeat(np.arange(n_dep), n_b * n_s)).reset_index(drop=True)
+    grid = deployments.take(np.repeat(np.arange(n_dep), n_b * n_s))
     grid = grid.assign(
         batch=np.tile(np.repeat(batches, n_s), n_dep),
         shape_index=shape_index,
@@ -260,31 +278,52 @@ def build_grid(
         output_len=shapes[shape_index, 1],
     )
     grid = with_speculation(grid, spec.speculative, spec.prefix_cached_tokens)
-    return columns.conform(grid, columns.GRID_COLUMNS), rejected_df
+    return columns.conform_table(grid, columns.GRID_COLUMNS), rejected_table
+
+
+def _rows_table(rows: list[dict]) -> Table:
+    """Dicts with the same keys as a table of their columns, in first-seen key order."""
+    return Table({k: _column_of([r[k] for r in rows]) for k in rows[0]}, len(rows))
+
+
+def _column_of(items: list) -> np.ndarray:
+    """Python values as one numpy column: strings and mixed values as objects."""
+    arr = np.asarray(items)
+    return arr.astype(object) if arr.dtype.kind in "UO" else arr
+
+
+def _rejected_table(rows: list[dict]) -> Table:
+    """The rejected deployments, one column per `REJECTED_COLUMNS` entry."""
+    return Table(
+        {c: np.asarray([r.get(c) for r in rows], dtype=object) for c in REJECTED_COLUMNS},
+        len(rows),
+    )
 
 
 def with_speculation(
-    grid: pd.DataFrame, options: Sequence[SpecOption], prefix_cached_tokens: int
-) -> pd.DataFrame:
+    grid: Table, options: Sequence[SpecOption], prefix_cached_tokens: int
+) -> Table:
     """Every grid row once per speculation option (in that order), with the cached prefix."""
     opts = list(options) or [OFF]
     n, n_o = len(grid), len(opts)
     if n_o > 1:
-        grid = grid.take(np.repeat(np.arange(n), n_o)).reset_index(drop=True)
+        grid = grid.take(np.repeat(np.arange(n), n_o))
     pick = np.tile(np.arange(n_o, dtype=np.int16), n)  # issue #16: small per-row arrays
 
     def of(attr: str) -> np.ndarray:
         return np.asarray([getattr(o, attr) for o in opts])[pick]
 
-    def shared(attr: str) -> pd.Categorical:
+    def shared(attr: str) -> Coded:
         """A number set per option, stored once per value (`columns.SHARED`, #16)."""
-        codes, values = pd.factorize(np.asarray([getattr(o, attr) for o in opts], float), sort=True)
-        return pd.Categorical.from_codes(codes.astype(np.int8)[pick], values)
+        values, codes = np.unique(
+            np.asarray([getattr(o, attr) for o in opts], float), return_inverse=True
+        )
+        return Coded(codes.astype(np.int8)[pick], values)
 
     modes = sorted(MODES)
     mode_codes = np.asarray([modes.index(o.mode) for o in opts], dtype=np.int8)
     return grid.assign(
-        speculative=pd.Categorical.from_codes(mode_codes[pick], modes),
+        speculative=Coded(mode_codes[pick], np.asarray(modes, dtype=object)),
         spec_tokens=of("spec_tokens").astype(np.int16),
         spec_acceptance=shared("acceptance"),
         draft_params_held=shared("draft_params_held"),

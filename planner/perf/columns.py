@@ -12,10 +12,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
+
+from planner.perf.table import Coded, Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Stage = Literal["class", "grid", "model", "verdict"]
 
@@ -57,6 +61,8 @@ class Column:
 
     def holds(self, dtype: Any) -> bool:
         """Whether a column stored at `dtype` is at the declared dtype (any categories)."""
+        import pandas as pd
+
         if self.dtype in (ID, SHARED):
             return isinstance(dtype, pd.CategoricalDtype)
         return dtype == self.pandas_dtype
@@ -66,6 +72,8 @@ class Column:
 def _stored_dtype(dtype: str) -> Any:
     """What pandas stores for a dtype name, worked out once per name (a Series a call was
     a third of `conform`, issue #16)."""
+    import pandas as pd
+
     return pd.Series([], dtype=dtype).dtype
 
 
@@ -239,8 +247,10 @@ def check_names(names: Iterable[str], columns: Sequence[Column]) -> None:
         raise KeyError(f"candidate table columns: undeclared {extra}, missing {missing}")
 
 
-def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
+def conform(table: Any, columns: Sequence[Column]) -> Any:
     """`table` as exactly the declared columns, in declared order, at declared dtypes."""
+    if isinstance(table, Table):
+        return conform_table(table, columns)
     check_names(table.columns, columns)
     names = [c.name for c in columns]
     out = table if list(table.columns) == names else table[names]
@@ -257,6 +267,8 @@ def conform(table: pd.DataFrame, columns: Sequence[Column]) -> pd.DataFrame:
 def frame(data: Mapping[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
     """A table built from one array (or scalar) per declared column."""
     check_names(data, columns)
+    import pandas as pd
+
     # copy=False: one block per column, no consolidating copy (issue #16: at 2.7M rows the
     # copy was a GB of peak memory over the table itself)
     table = pd.DataFrame({c.name: _narrowed(data[c.name], c) for c in columns}, copy=False)
@@ -291,4 +303,49 @@ def shortest_floats(row: pd.Series) -> pd.Series:
 
 def empty(columns: Sequence[Column]) -> pd.DataFrame:
     """A table with the declared columns and no rows."""
+    import pandas as pd
+
     return pd.DataFrame({c.name: pd.Series([], dtype=c.storage) for c in columns})
+
+
+def table(data: Mapping[str, Any], columns: Sequence[Column]) -> Table:
+    """`frame` without pandas: a `Table` of one array (or scalar) per declared column."""
+    check_names(data, columns)
+    n = max(
+        (np.size(v) for v in data.values() if np.ndim(v) > 0 or isinstance(v, Coded)), default=0
+    )
+    out = {}
+    for c in columns:
+        value = data[c.name]
+        if not isinstance(value, Coded) and np.ndim(value) == 0:
+            value = np.full(n, value)
+        out[c.name] = _stored(_narrowed(value, c) if isinstance(value, np.ndarray) else value, c)
+    return Table(out, n)
+
+
+def conform_table(table: Table, columns: Sequence[Column]) -> Table:
+    """`conform` for a `Table`: exactly the declared columns, in order, at declared storage
+    (ids and per-deployment constants coded against their sorted values, as a categorical)."""
+    check_names(table.columns, columns)
+    return Table({c.name: _stored(table.stored(c.name), c) for c in columns}, len(table))
+
+
+def _stored(value: Any, column: Column) -> Any:
+    """One column at its declared storage: `Coded` for ids and shared numbers, object
+    strings for text, else a numpy array at the declared dtype."""
+    if column.dtype in (ID, SHARED):
+        return Coded.of(value)
+    arr = np.asarray(value)
+    if column.dtype == TEXT:
+        return arr if arr.dtype.kind == "O" else arr.astype(object)
+    return arr if arr.dtype == column.dtype else arr.astype(column.dtype)
+
+
+def empty_table(columns: Sequence[Column]) -> Table:
+    """A `Table` with the declared columns and no rows."""
+    return Table({c.name: _stored(np.zeros(0, dtype=_empty_dtype(c)), c) for c in columns}, 0)
+
+
+def _empty_dtype(column: Column) -> Any:
+    """An empty column's dtype: as `empty` stores it (a categorical of no values is object)."""
+    return object if column.dtype in (ID, TEXT, SHARED) else column.dtype

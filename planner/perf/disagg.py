@@ -26,17 +26,17 @@ layer-wise overlap with the prefill is applied: physics only, not calibrated.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from planner.perf import kv_link
 from planner.perf import memory as mem
 from planner.perf import queueing as q
+from planner.perf.table import Frame, mapped, values
 from planner.schema.model import Model
 from planner.schema.quant import KV_BYTES
 
 
-def _col(df: pd.DataFrame, name: str) -> np.ndarray:
-    return df[name].to_numpy(dtype=float)
+def _col(df: Frame, name: str) -> np.ndarray:
+    return values(df, name, float)
 
 
 def kv_transfer_s(
@@ -48,17 +48,15 @@ def kv_transfer_s(
     return total / (mem.kv_split(model, tp) * link)
 
 
-def apply_roles(
-    model: Model, df: pd.DataFrame, out: dict, utilisation: float, statistic: str
-) -> None:
+def apply_roles(model: Model, df: Frame, out: dict, utilisation: float, statistic: str) -> None:
     """Overwrite the serving columns of prefill and decode rows (aggregated rows untouched)
     and add `kv_transfer_ms` (0 on aggregated rows)."""
-    role = df["role"].to_numpy(dtype=object)
+    role = values(df, "role")
     pre, dec = role == "prefill", role == "decode"
     out["kv_transfer_ms"] = np.zeros(len(df))
     if not (pre.any() or dec.any()):
         return
-    kv_b = df["kv_dtype"].map(KV_BYTES).to_numpy(dtype=float)
+    kv_b = mapped(df, "kv_dtype", KV_BYTES)
     link = kv_link.link_bytes_per_s(df)  # scale-up within one domain, else scale-out
     xfer = kv_transfer_s(model, _col(df, "input_len"), kv_b, _col(df, "tp"), link)
     out["kv_transfer_ms"] = np.where(pre | dec, xfer * 1e3, 0.0)
@@ -87,7 +85,7 @@ def _overwrite(
     load: np.ndarray,
     idle: np.ndarray,
     ttft: np.ndarray,
-    df: pd.DataFrame,
+    df: Frame,
 ) -> None:
     """Write the role rows' rate, TPOT, TTFT and cost columns in place."""
     i_len, o_len = _col(df, "input_len"), _col(df, "output_len")
@@ -108,9 +106,9 @@ def _overwrite(
         out[name] = np.where(mask, value, out[name])
 
 
-def ttft_ms_at_roles(rows: pd.DataFrame, ttft_ms: np.ndarray, utilisation: float, statistic: str):
+def ttft_ms_at_roles(rows: Frame, ttft_ms: np.ndarray, utilisation: float, statistic: str):
     """`evaluate.ttft_ms_at` for prefill and decode rows: their own queue at `statistic`."""
-    role = rows["role"].to_numpy(dtype=object)
+    role = values(rows, "role")
     pre, dec = role == "prefill", role == "decode"
     if not (pre.any() or dec.any()):
         return ttft_ms

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from planner.perf import collectives, columns, disagg
 from planner.perf import gemm_shape as gs
@@ -20,29 +19,30 @@ from planner.perf import queueing as q
 from planner.perf import roofline as rf
 from planner.perf import sharding as sh
 from planner.perf import speculative as sp
+from planner.perf.table import Coded, Frame, Table, mapped, values
 from planner.schema.model import Model
 from planner.schema.quant import KV_BYTES
 
 GB = 1e9
 
 
-def _col(df: pd.DataFrame, name: str) -> np.ndarray:
-    return df[name].to_numpy(dtype=float)
+def _col(df: Frame, name: str) -> np.ndarray:
+    return values(df, name, float)
 
 
-def collective_alpha_s(df: pd.DataFrame) -> np.ndarray:
+def collective_alpha_s(df: Frame) -> np.ndarray:
     """Per-collective latency (s): the engine's base plus the ring hops of the link (#10)."""
     return collectives.allreduce_latency_s(
         _col(df, "tp"), _col(df, "eff_allreduce_latency_us"), _col(df, "link_hop_latency_us")
     )
 
 
-def _bound(t_memory: np.ndarray, t_compute: np.ndarray) -> pd.Categorical:
-    """Which roofline bound holds, as a categorical column (codes, not a string per row)."""
-    return pd.Categorical.from_codes(rf.roofline_bound(t_memory, t_compute), rf.BOUNDS)
+def _bound(t_memory: np.ndarray, t_compute: np.ndarray) -> Coded:
+    """Which roofline bound holds, as a coded column (codes, not a string per row)."""
+    return Coded(rf.roofline_bound(t_memory, t_compute), np.asarray(rf.BOUNDS, dtype=object))
 
 
-def bytes_weights_per_step(model: Model, df: pd.DataFrame, tokens: np.ndarray) -> np.ndarray:
+def bytes_weights_per_step(model: Model, df: Frame, tokens: np.ndarray) -> np.ndarray:
     """Weight bytes one forward pass of `tokens` tokens reads, whole model: every block
     weight, only the experts those tokens touch, and the LM head (not the input table)."""
     wb, eb = _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
@@ -110,7 +110,7 @@ def attention_flops_prefill(
 
 def prefill_compute_s(
     model: Model,
-    df: pd.DataFrame,
+    df: Frame,
     input_len: np.ndarray,
     prompts: np.ndarray | float = 1.0,
     cached: np.ndarray | float = 0.0,
@@ -139,7 +139,7 @@ def prefill_compute_s(
 
 
 def gemm_short_k_s(
-    model: Model, df: pd.DataFrame, tokens: np.ndarray, attention_ranks: np.ndarray | float
+    model: Model, df: Frame, tokens: np.ndarray, attention_ranks: np.ndarray | float
 ) -> np.ndarray:
     """Seconds the short per-GPU K of `tokens` prefill tokens' linear layers adds per GPU
     (`gemm_shape`, #10 t10g): eta_pf K / (K + k0) per layer, k0 = `gemm_k0_ridge` x the
@@ -157,7 +157,7 @@ def gemm_short_k_s(
 
 
 def moe_prefill_s(
-    model: Model, df: pd.DataFrame, tokens: np.ndarray, pass_tokens: np.ndarray | float
+    model: Model, df: Frame, tokens: np.ndarray, pass_tokens: np.ndarray | float
 ) -> np.ndarray:
     """Seconds the routed experts of `tokens` prefill tokens (passes of `pass_tokens`) add
     per GPU beyond the roofline (#10): tile-padding FLOPs at the prefill efficiency, split
@@ -171,7 +171,7 @@ def moe_prefill_s(
 
 
 def kv_pool_bytes(
-    df: pd.DataFrame, weights: np.ndarray, workspace: np.ndarray, reserve: np.ndarray
+    df: Frame, weights: np.ndarray, workspace: np.ndarray, reserve: np.ndarray
 ) -> np.ndarray:
     """KV-cache pool per GPU as each engine sizes it from the device's memory M:
 
@@ -188,7 +188,7 @@ def kv_pool_bytes(
     return np.where(of_free, u * (m - weights - workspace - reserve), of_total)
 
 
-def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
+def _memory(model: Model, df: Frame, out: dict) -> None:
     """Weights, activations and the KV pool per GPU; a paged KV cache holds what is in flight,
     I + O/2 tokens per sequence on average, so the batch that fits is pool / that; an engine
     that admits a sequence only with KV for its whole output (TensorRT-LLM's
@@ -199,7 +199,7 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     dp, pp = _col(df, "dp_attention"), _col(df, "pp")
     rank_batch = np.ceil(batch / dp)  # sequences on the busiest attention rank
     i_len, o_len = _col(df, "input_len"), _col(df, "output_len")
-    kv_b = df["kv_dtype"].map(KV_BYTES).to_numpy(dtype=float)
+    kv_b = mapped(df, "kv_dtype", KV_BYTES)
     split = mem.kv_split(model, tp)
     weights = sh.weights_per_gpu(model, df)
     cached = _col(df, "prefix_cached_tokens")  # issue #11: the shared prefix, held once
@@ -237,14 +237,14 @@ def _memory(model: Model, df: pd.DataFrame, out: dict) -> None:
     out["_split"] = split
 
 
-def moe_layer_overhead_s(model: Model, df: pd.DataFrame) -> np.ndarray:
+def moe_layer_overhead_s(model: Model, df: Frame) -> np.ndarray:
     """Fixed cost of a stage's MoE layers in one decode step: n_moe_layers / pp x the engine's
     per-layer cost (router, top-k, permute and grouped-GEMM launches that a small batch's
     bytes do not cover; issue #10, t10v). Zero for a dense model."""
     return model.n_moe_layers / _col(df, "pp") * _col(df, "eff_moe_layer_us") * 1e-6
 
 
-def prefill_host_floor_s(model: Model, df: pd.DataFrame, passes: np.ndarray) -> np.ndarray:
+def prefill_host_floor_s(model: Model, df: Frame, passes: np.ndarray) -> np.ndarray:
     """The least time `passes` prefill passes of one pipeline stage take on the host (#10,
     t10p): an engine that runs context and mixed passes eagerly (no CUDA graph; TensorRT-LLM
     and SGLang capture graphs for decode-only steps by default) launches every kernel of a
@@ -254,7 +254,7 @@ def prefill_host_floor_s(model: Model, df: pd.DataFrame, passes: np.ndarray) -> 
     return passes * per_pass * 1e-6
 
 
-def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
+def _decode(model: Model, df: Frame, out: dict) -> None:
     """One decode step. GEMMs (weights) and attention (KV cache) are separate kernels, each
     bound by its own roofline: max(t_weights, t_gemm) + max(t_kv, t_attention), plus the
     all-reduces, the EP all-to-all and the fixed overhead: one pipeline stage's time. With pp
@@ -327,7 +327,7 @@ def _decode(model: Model, df: pd.DataFrame, out: dict) -> None:
 
 
 def _draft_memory(
-    df: pd.DataFrame, context: np.ndarray, kv_b: np.ndarray, split: np.ndarray
+    df: Frame, context: np.ndarray, kv_b: np.ndarray, split: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The drafter's weights per GPU (at the target's weight width, split over tp like the
     target) and its KV per sequence at `context` tokens (issue #11; zero when off)."""
@@ -337,7 +337,7 @@ def _draft_memory(
     return weights, kv
 
 
-def _draft_step(model: Model, df: pd.DataFrame, out: dict) -> np.ndarray:
+def _draft_step(model: Model, df: Frame, out: dict) -> np.ndarray:
     """One draft forward of B tokens (seconds): max(weights / BW, 2 N_draft B / F) + its KV
     read + its all-reduces + the engine's fixed cost of one forward (`eff_draft_forward_ms`,
     issue #11 t10s: the k drafts run inside the verify's engine step, so each pays the
@@ -348,7 +348,7 @@ def _draft_step(model: Model, df: pd.DataFrame, out: dict) -> np.ndarray:
     wb, eb = _col(df, "weight_bytes_per_param"), _col(df, "embedding_bytes_per_param")
     head_params = model.params_lm_head or model.params_embedding
     head, layers = head_params * eb, model.num_hidden_layers
-    mtp = (df["speculative"] == "mtp").to_numpy()
+    mtp = values(df, "speculative") == "mtp"
     layer = (bytes_weights_per_step(model, df, batch) - head) / layers
     read = np.where(mtp, layer + head, _col(df, "draft_params_read") * wb) / tp
     active = (model.params_active_matmul - head_params) / layers + head_params
@@ -370,7 +370,7 @@ def _draft_step(model: Model, df: pd.DataFrame, out: dict) -> np.ndarray:
     return np.maximum(t_w, t_c) + t_kv + t_comm + _col(df, "eff_draft_forward_ms") * 1e-3
 
 
-def _speculation(model: Model, df: pd.DataFrame, out: dict) -> None:
+def _speculation(model: Model, df: Frame, out: dict) -> None:
     """Per output token: (verify step + k draft steps) / E(k, a) (issue #11; off: k = 0,
     E = 1, so the step is unchanged)."""
     k = _col(df, "spec_tokens")
@@ -388,7 +388,7 @@ def _speculation(model: Model, df: pd.DataFrame, out: dict) -> None:
     out["_cycle_s"] = verify + draft
 
 
-def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
+def _prefill(model: Model, df: Frame, out: dict) -> None:
     """Prefill of one request, alone (its TTFT on an idle replica) and as its share of the
     chunked prefill passes of a busy replica (what it costs the decode loop).
 
@@ -447,7 +447,7 @@ def _prefill(model: Model, df: pd.DataFrame, out: dict) -> None:
     out["_prefill_share_s"] = t_share
 
 
-def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) -> None:
+def _serving(df: Frame, out: dict, utilisation: float, statistic: str) -> None:
     """Continuous batching: rate, TPOT with prefill interference, TTFT with queueing, cost."""
     batch, o_len = _col(df, "batch"), _col(df, "output_len")
     step, t_pf, t_share = out["_step_s"], out["_prefill_s"], out["_prefill_share_s"]
@@ -478,7 +478,7 @@ def _serving(df: pd.DataFrame, out: dict, utilisation: float, statistic: str) ->
     )
 
 
-def ttft_ms_at(rows: pd.DataFrame, utilisation: float, statistic: str) -> np.ndarray:
+def ttft_ms_at(rows: Frame, utilisation: float, statistic: str) -> np.ndarray:
     """The TTFT (ms) of evaluated rows at another statistic, from their own columns (the
     same queueing terms as `_serving`, without evaluating the rows again)."""
     batch, o_len = _col(rows, "batch"), _col(rows, "output_len")
@@ -492,7 +492,7 @@ def ttft_ms_at(rows: pd.DataFrame, utilisation: float, statistic: str) -> np.nda
 
 
 def evaluate_arrays(
-    model: Model, grid: pd.DataFrame, utilisation: float = 0.8, statistic: str = "mean"
+    model: Model, grid: Frame, utilisation: float = 0.8, statistic: str = "mean"
 ) -> dict[str, np.ndarray]:
     """`evaluate`'s output columns as arrays, without building the frame (calibration fits
     evaluate the same grid hundreds of times)."""
@@ -506,54 +506,79 @@ def evaluate_arrays(
     return {k: v for k, v in out.items() if not k.startswith("_")}
 
 
-def evaluate(
-    model: Model, grid: pd.DataFrame, utilisation: float = 0.8, statistic: str = "mean"
-) -> pd.DataFrame:
+def evaluate(model: Model, grid: Any, utilisation: float = 0.8, statistic: str = "mean") -> Any:
     """Add every output column (`columns.MODEL_COLUMNS`) to the grid; rows keep their order.
     `statistic` is the TTFT statistic (mean, p50, p90, p95, p99), or "none" to leave
-    queueing out (calibration)."""
+    queueing out (calibration). A `Table` in gives a `Table` out, a DataFrame a DataFrame."""
+    if isinstance(grid, Table):
+        return evaluate_table(model, grid, utilisation, statistic)
+    import pandas as pd
+
+    grid = grid.reset_index(drop=True)
+    outputs = evaluate_table(model, Table.from_pandas(grid), utilisation, statistic, False)
+    return pd.concat([grid, columns.conform(outputs.to_pandas(), columns.MODEL_COLUMNS)], axis=1)
+
+
+def evaluate_table(
+    model: Model, grid: Table, utilisation: float = 0.8, statistic: str = "mean", keep: bool = True
+) -> Table:
+    """`evaluate` of a `Table`: the grid's columns (unless `keep` is false) and the outputs."""
     if grid.empty:
-        return pd.concat([grid, columns.empty(columns.MODEL_COLUMNS)], axis=1)
-    outputs = columns.frame(
-        _chunked(model, grid.reset_index(drop=True), utilisation, statistic),
-        columns.MODEL_COLUMNS,
+        outputs = columns.empty_table(columns.MODEL_COLUMNS)
+    else:
+        outputs = columns.table(
+            _chunked(model, grid, utilisation, statistic), columns.MODEL_COLUMNS
+        )
+    if not keep:
+        return outputs
+    return Table(
+        {
+            **{c: grid.stored(c) for c in grid.columns},
+            **{c: outputs.stored(c) for c in outputs.columns},
+        },
+        len(grid),
     )
-    return pd.concat([grid.reset_index(drop=True), outputs], axis=1)
 
 
 CHUNK_ROWS = 65_536  # issue 16: rows evaluated at once, so intermediates stay bounded
 
 
-def _chunked(
-    model: Model, grid: pd.DataFrame, utilisation: float, statistic: str
-) -> dict[str, np.ndarray]:
+def _chunked(model: Model, grid: Table, utilisation: float, statistic: str) -> dict[str, Any]:
     """`evaluate_arrays` over slices of the grid (every formula is row by row), written into
     one array per output: the temporaries of a sweep of millions of rows are a slice's."""
     if len(grid) <= CHUNK_ROWS:
         return evaluate_arrays(model, grid, utilisation, statistic)  # small: gathers are cheap
     out: dict[str, np.ndarray] = {}
     for start in range(0, len(grid), CHUNK_ROWS):
-        rows = _widened(grid.iloc[start : start + CHUNK_ROWS])
+        rows = _widened(grid.take(np.arange(start, min(start + CHUNK_ROWS, len(grid)))))
         part = evaluate_arrays(model, rows, utilisation, statistic)
-        for name, values in part.items():
+        for name, column in part.items():
             if name not in out:
-                out[name] = _like(values, len(grid), columns.BY_NAME[name].storage)
-            out[name][start : start + len(values)] = values
+                out[name] = _like(column, len(grid), columns.BY_NAME[name].storage)
+            _write(out[name], start, column)
     return out
+
+
+def _write(column: Any, start: int, part: Any) -> None:
+    """Write a chunk's values into the whole-grid column from row `start`."""
+    if isinstance(column, Coded):
+        column.codes[start : start + len(part)] = part.codes
+    else:
+        column[start : start + len(part)] = part
 
 
 _SHARED = tuple(c.name for c in columns.GRID_COLUMNS if c.dtype == columns.SHARED)
 
 
-def _widened(grid: pd.DataFrame) -> pd.DataFrame:
+def _widened(grid: Table) -> Table:
     """A slice with its per-deployment numbers (`columns.SHARED`, categoricals) gathered to
     float64 once: the formulas read each several times, and a categorical gathers per read."""
-    return grid.assign(**{n: grid[n].to_numpy(dtype=float) for n in _SHARED if n in grid})
+    return grid.assign(**{n: values(grid, n, float) for n in _SHARED if n in grid})
 
 
-def _like(values: np.ndarray | pd.Categorical, n: int, storage: str) -> Any:
+def _like(part: np.ndarray | Coded, n: int, storage: str) -> Any:
     """An unfilled column of `n` rows like a chunk's (a categorical keeps its categories),
     at the declared storage (float32 where declared: no whole-grid float64 copy, #16)."""
-    if isinstance(values, pd.Categorical):
-        return pd.Categorical.from_codes(np.zeros(n, dtype=values.codes.dtype), values.categories)
-    return np.empty(n, dtype=np.asarray(values).dtype if storage == "category" else storage)
+    if isinstance(part, Coded):
+        return Coded(np.zeros(n, dtype=part.codes.dtype), part.categories)
+    return np.empty(n, dtype=part.dtype if storage == "category" else storage)

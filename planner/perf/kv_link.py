@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-import pandas as pd
 
+from planner.perf.table import Frame, values
 from planner.schema.hardware import Gpu
 
 KV_LINKS = ("scale-out", "scale-up")
@@ -56,8 +56,8 @@ def domain_gpus(gpu: Gpu) -> int:
     return min(gpu.scaleup_domain_gpus, gpu.gpus_per_node or gpu.scaleup_domain_gpus)
 
 
-def link_bytes_per_s(df: pd.DataFrame) -> np.ndarray:
+def link_bytes_per_s(df: Frame) -> np.ndarray:
     """Per-GPU bandwidth of each row's KV transfer: NVLink-class on scale-up rows."""
-    up = (df["kv_link"] == "scale-up").to_numpy()
-    scaleup = df["link_bytes_per_s"].to_numpy(dtype=float)
-    return np.where(up, scaleup, df["scaleout_link_bytes_per_s"].to_numpy(dtype=float))
+    up = values(df, "kv_link") == "scale-up"
+    scaleup = values(df, "link_bytes_per_s", float)
+    return np.where(up, scaleup, values(df, "scaleout_link_bytes_per_s", float))

@@ -10,23 +10,23 @@ With tp = width and pp = 1 every function here is the plain tensor-parallel spli
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from planner.perf import memory as mem
 from planner.perf import parallel
 from planner.perf import roofline as rf
+from planner.perf.table import Frame, values
 from planner.schema.model import Model
 
 Array = NDArray[np.float64]
 
 
-def col(df: pd.DataFrame, name: str) -> Array:
+def col(df: Frame, name: str) -> Array:
     """A grid column as floats."""
-    return df[name].to_numpy(dtype=float)
+    return values(df, name, float)
 
 
-def width(df: pd.DataFrame) -> Array:
+def width(df: Frame) -> Array:
     """GPUs per pipeline stage: tp x dp_attention."""
     return col(df, "tp") * col(df, "dp_attention")
 
@@ -53,7 +53,7 @@ def routed_active_params(model: Model) -> float:
     return float(model.n_moe_layers * model.moe.num_experts_per_tok * model.params_per_expert)
 
 
-def weights_per_gpu(model: Model, df: pd.DataFrame) -> Array:
+def weights_per_gpu(model: Model, df: Frame) -> Array:
     """Weights one GPU holds: (non-expert / tp + experts / width) / pp."""
     wb = col(df, "weight_bytes_per_param")
     total = mem.bytes_weights_total(model, wb, col(df, "embedding_bytes_per_param"))
@@ -61,7 +61,7 @@ def weights_per_gpu(model: Model, df: pd.DataFrame) -> Array:
     return ((total - experts) / col(df, "tp") + experts / width(df)) / col(df, "pp")
 
 
-def step_weights_per_gpu(model: Model, df: pd.DataFrame, all_bytes: Array, tokens: Array) -> Array:
+def step_weights_per_gpu(model: Model, df: Frame, all_bytes: Array, tokens: Array) -> Array:
     """Weight bytes one GPU reads in a pass of `tokens` tokens (`all_bytes`: the whole
     model's read at that many tokens). Under EP the busiest rank reads `ep_imbalance` times
     its share of the touched experts, at most all of its own."""
@@ -72,7 +72,7 @@ def step_weights_per_gpu(model: Model, df: pd.DataFrame, all_bytes: Array, token
 
 
 def split_flops(
-    model: Model, df: pd.DataFrame, flops: Array, tokens: Array, attention_ranks: Array
+    model: Model, df: Frame, flops: Array, tokens: Array, attention_ranks: Array
 ) -> Array:
     """FLOPs per GPU of a pass of `tokens` tokens whose whole-model FLOPs are `flops`:
     the non-expert part over tp x `attention_ranks` GPUs, the routed experts over the
@@ -82,7 +82,7 @@ def split_flops(
     return (dense + routed * col(df, "ep_imbalance") / width(df)) / col(df, "pp")
 
 
-def allreduce_layers(model: Model, df: pd.DataFrame) -> Array:
+def allreduce_layers(model: Model, df: Frame) -> Array:
     """Layer-equivalents of the two-all-reduce-per-layer formula per stage: attention always
     all-reduces over tp, an MLP only where it is tensor-parallel (dense layers, MoE at ep 1)."""
     moe_tp = np.where(col(df, "ep") > 1, 0.0, float(model.n_moe_layers))
@@ -90,13 +90,13 @@ def allreduce_layers(model: Model, df: pd.DataFrame) -> Array:
     return layers / 2.0 / col(df, "pp")
 
 
-def alltoall_alpha(df: pd.DataFrame) -> Array:
+def alltoall_alpha(df: Frame) -> Array:
     """Latency of one all-to-all: the scale-out one when the stage spans domains."""
     spans = width(df) > col(df, "scaleup_domain_gpus")
     return np.where(spans, col(df, "scaleout_latency_us"), col(df, "eff_allreduce_latency_us"))
 
 
-def p2p_link(df: pd.DataFrame) -> tuple[Array, Array]:
+def p2p_link(df: Frame) -> tuple[Array, Array]:
     """(bandwidth B/s, latency s) of a stage-to-stage send: scale-out once the replica spans
     more than one scale-up domain, else the scale-up link."""
     spans = col(df, "gpus_per_replica") > col(df, "scaleup_domain_gpus")
@@ -105,9 +105,7 @@ def p2p_link(df: pd.DataFrame) -> tuple[Array, Array]:
     return bw, lat * 1e-6
 
 
-def alltoall_s(
-    model: Model, df: pd.DataFrame, tokens_per_gpu: Array, latency: bool = True
-) -> Array:
+def alltoall_s(model: Model, df: Frame, tokens_per_gpu: Array, latency: bool = True) -> Array:
     """Seconds of EP dispatch + combine per stage for `tokens_per_gpu` tokens leaving each
     GPU (0 for a dense model or ep = 1); `latency=False` gives the payload term alone."""
     if model.moe is None:
@@ -129,12 +127,12 @@ def alltoall_s(
     return (per_layer + fixed) * model.n_moe_layers / col(df, "pp")
 
 
-def ep_spans_nodes(df: pd.DataFrame) -> NDArray[np.bool_]:
+def ep_spans_nodes(df: Frame) -> NDArray[np.bool_]:
     """Expert parallel whose stage spans more than one scale-up domain (node)."""
     return (col(df, "ep") > 1) & (width(df) > col(df, "scaleup_domain_gpus"))
 
 
-def cross_node_layer_s(df: pd.DataFrame) -> Array:
+def cross_node_layer_s(df: Frame) -> Array:
     """The engine's fixed cost per MoE layer of EP across nodes (seconds): its profile's
     `ep_cross_node_layer_us`, else parallel.EP_CROSS_NODE_LAYER_S (frames without it)."""
     if "eff_ep_cross_node_layer_us" in df:
@@ -142,7 +140,7 @@ def cross_node_layer_s(df: pd.DataFrame) -> Array:
     return np.full_like(col(df, "ep"), parallel.EP_CROSS_NODE_LAYER_S)
 
 
-def cross_node_tokens_s(model: Model, df: pd.DataFrame, stage_tokens: ArrayLike) -> Array:
+def cross_node_tokens_s(model: Model, df: Frame, stage_tokens: ArrayLike) -> Array:
     """Decode cost of a stage's MoE layers that grows with the tokens of the step when EP spans
     nodes: n_moe_layers / pp x `ep_cross_node_token_us` x the micro-batch's tokens over all
     attention-DP ranks (vLLM's default all2all backend, allgather_reducescatter, gathers every

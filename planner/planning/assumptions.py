@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from planner.inputs.catalog import Catalog
 from planner.perf.candidates import Price, draft_forward_ms
 from planner.planning.speculation import assumption_rows
@@ -83,8 +81,9 @@ def _scenario_rows(scenario: Scenario) -> list[tuple]:
 
 def assumption_table(
     scenario: Scenario, catalog: Catalog, model: Model, gpus: list[Gpu], prices: dict[str, Price]
-) -> pd.DataFrame:
-    """One row per fact: category, item, field, value, unit, source, date, assumption flag."""
+) -> tuple[tuple, ...]:
+    """One row per fact (`COLUMNS`): category, item, field, value, unit, source, date,
+    assumption flag; `Plan.assumptions` is the same as a DataFrame."""
     rows = _scenario_rows(scenario) + _model_rows(model)
     rows += assumption_rows(scenario, catalog, model)  # issue #11: speculation, prefix cache
     for gpu in gpus:
@@ -110,4 +109,4 @@ def assumption_table(
             rows.append(
                 ("engine", f"{engine.id}/{family}", k, v, "", engine.source, engine.as_of, False)
             )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return tuple(tuple(r) for r in rows)

@@ -23,11 +23,17 @@ from planner.fleet.steady import FleetProblem
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import gpu_price
 from planner.perf.candidates import Price
+from planner.perf.table import values
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import chosen, key_fields
-from planner.planning.pipeline import allowed_gpus, evaluate_classes, request_classes
+from planner.planning.pipeline import (
+    allowed_gpus,
+    candidate_frames,
+    evaluate_classes,
+    request_classes,
+)
 from planner.schema.scenario import Job, Scenario
 from planner.units import SECONDS_PER_HOUR, TOKENS_PER_1M
 
@@ -121,7 +127,7 @@ def saturated(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) 
         capacity_requests_per_s=rows["requests_per_s"], ttft_ms=rows["ttft_unloaded_ms"]
     )
     why = sla_verdicts(out, tpot_ms, ttft_ms)
-    return out.assign(why_not=why, sla_ok=(why == "").to_numpy())
+    return out.assign(why_not=why, sla_ok=why == "")
 
 
 def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
@@ -131,7 +137,7 @@ def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
     return JobProblem(
         gpu=tuple(str(g) for g in keys["gpu"]),
         tp=tuple(int(t) for t in keys["gpus_per_replica"]),  # GPUs a replica uses
-        cost_per_hour=keys["cost_per_hour_usd"].to_numpy(dtype=float),
+        cost_per_hour=values(keys, "cost_per_hour_usd", float),
         rate=offered.capacity[:, 0].astype(float),
         requests=job.total_requests(),
         deadline_hours=job.deadline_hours,
@@ -148,7 +154,7 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     (cls,) = request_classes(scenario)
     check_context(model, cls.input_tokens, cls.output_tokens, "workload.job: ")
     prices = job_prices(scenario, catalog, job)
-    rows, rejected = evaluate_classes(scenario, catalog, model, (cls,), prices)
+    rows, rejected = candidate_frames(*evaluate_classes(scenario, catalog, model, (cls,), prices))
     rows = saturated(rows, cls.tpot_ms, cls.ttft_ms) if not rows.empty else rows
     offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], [cls.name]))
     if len(offered) == 0:

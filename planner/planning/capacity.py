@@ -32,7 +32,7 @@ from planner.planning.diagnose import explain_infeasible
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
-from planner.planning.pipeline import evaluate_classes, request_classes
+from planner.planning.pipeline import candidate_frames, evaluate_classes, request_classes
 from planner.schema.model import Model
 from planner.schema.plan import RequestClassPlan
 from planner.schema.scenario import Scenario
@@ -131,7 +131,7 @@ def evaluated(
     )
     listed = {g: p for g in fleet if (p := gpu_price(catalog.gpus[g], scenario.hardware.pricing))}
     stub = {g: NO_PRICE for g in fleet}
-    rows, rejected = evaluate_classes(own, catalog, model, classes, stub)
+    rows, rejected = candidate_frames(*evaluate_classes(own, catalog, model, classes, stub))
     return model, classes, rows, rejected, listed
 
 

@@ -11,11 +11,13 @@ candidate grid of every short-prompt scenario would slow its solve for nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from planner.schema.plan import FleetSummary, RequestClassPlan
 from planner.schema.scenario import Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 AUTO_MIN_INPUT_TOKENS = 4096
 POOLS = ("prefill", "decode")

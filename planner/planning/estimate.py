@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import InputError, shorten
 from planner.inputs.catalog import Catalog
@@ -28,6 +27,9 @@ from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.scenario import Pricing
 from planner.schema.speculative import MAX_SPEC_TOKENS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)

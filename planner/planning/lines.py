@@ -8,18 +8,19 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from planner.fleet.selection import CANDIDATE_KEY
+from planner.perf.table import Frame, Table, values
 
 
-def chosen(replicas: np.ndarray, keys: pd.DataFrame) -> Iterator[tuple[int, pd.Series, int]]:
+def chosen(replicas: np.ndarray, keys: Frame) -> Iterator[tuple[int, Any, int]]:
     """(offered index, candidate key, replicas) of every candidate given replicas."""
     for i in np.flatnonzero(replicas):
-        yield int(i), keys.iloc[i], int(replicas[i])
+        key = keys.row(int(i)) if isinstance(keys, Table) else keys.iloc[i]
+        yield int(i), key, int(replicas[i])
 
 
-def key_fields(key: pd.Series, replicas: int) -> dict[str, Any]:
+def key_fields(key: Any, replicas: int) -> dict[str, Any]:
     """The deployment every line names: GPU, tp, quant, KV dtype, batch, replicas, GPUs."""
     return {
         "gpu": str(key["gpu"]),
@@ -32,7 +33,7 @@ def key_fields(key: pd.Series, replicas: int) -> dict[str, Any]:
     }
 
 
-def layout_fields(key: pd.Series) -> dict[str, Any]:
+def layout_fields(key: Any) -> dict[str, Any]:
     """The serving layout of issue #11: stages, experts, DP attention, speculation, role."""
     return {
         "pp": int(key["pp"]),
@@ -44,16 +45,14 @@ def layout_fields(key: pd.Series) -> dict[str, Any]:
     }
 
 
-def candidate_rows(
-    rows: pd.DataFrame, key: pd.Series, classes: list[str] | None = None
-) -> pd.DataFrame:
+def candidate_rows(rows: Frame, key: Any, classes: list[str] | None = None) -> Frame:
     """The evaluated rows of one candidate (its `CANDIDATE_KEY`), of every class or only
     of `classes`."""
     mask = (
         np.ones(len(rows), dtype=bool)
         if classes is None
-        else rows["class"].isin(classes).to_numpy().copy()
+        else np.isin(values(rows, "class"), classes)
     )
     for k in CANDIDATE_KEY:
-        mask &= (rows[k] == key[k]).to_numpy()
+        mask &= values(rows, k) == key[k]
     return rows[mask]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import InputError, unknown_name_message
 from planner.fleet import disagg as disagg_fleet
@@ -29,11 +29,11 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
 from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price
-from planner.perf.evaluate import evaluate, ttft_ms_at
+from planner.perf.evaluate import evaluate_table, ttft_ms_at
 from planner.perf.kv_link import KV_LINKS
+from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
 from planner.planning import disagg
-from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
@@ -111,14 +111,15 @@ def evaluate_classes(
     model: Model,
     classes: tuple[RequestClassPlan, ...],
     prices: dict[str, Price],
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every candidate evaluated for every class, with an SLA verdict per row."""
+) -> tuple[Table, Table]:
+    """Every candidate evaluated for every class, with an SLA verdict per row, and the
+    deployments rejected (no pandas: issue #16; `candidate_frames` gives DataFrames)."""
     gpus = allowed_gpus(scenario, catalog)
     quants = [catalog.quant(q) for q in scenario.search.quants]
     engine = catalog.engine(scenario.engine)
     speculative = scenario_spec_options(scenario, catalog, model)
     axes = search_axes(scenario.search, model, gpus, quants)
-    frames, rejected = [], pd.DataFrame()
+    frames, rejected = [], Table({})
     for cls in classes:
         spec = GridSpec(
             gpus=gpus,
@@ -139,12 +140,19 @@ def evaluate_classes(
         grid, rejected = build_pool_grid(model, spec, engine, axes)  # MoE pools' layouts, #11
         if grid.empty:
             continue
-        rows = evaluate(model, grid, scenario.search.target_utilization, cls.statistic)
+        rows = evaluate_table(model, grid, scenario.search.target_utilization, cls.statistic)
         frames.append(_judged(rows, cls))
     if not frames:
-        return columns.empty(columns.CANDIDATE_COLUMNS), rejected
-    table = pd.concat(frames, ignore_index=True)
-    return columns.conform(table, columns.CANDIDATE_COLUMNS), rejected
+        return columns.empty_table(columns.CANDIDATE_COLUMNS), rejected
+    return columns.conform_table(Table.concat(frames), columns.CANDIDATE_COLUMNS), rejected
+
+
+def candidate_frames(rows: Table, rejected: Table) -> tuple[Any, Any]:
+    """`evaluate_classes`' tables as DataFrames, for the pipelines written with pandas."""
+    import pandas as pd
+
+    frame = columns.conform(rows.to_pandas(), columns.CANDIDATE_COLUMNS)
+    return frame, pd.DataFrame({c: list(rejected[c]) for c in rejected.columns})
 
 
 def scenario_spec_options(scenario: Scenario, catalog: Catalog, model: Model) -> list:
@@ -154,7 +162,7 @@ def scenario_spec_options(scenario: Scenario, catalog: Catalog, model: Model) ->
     return spec_options(model, req, catalog)
 
 
-def _judged(rows: pd.DataFrame, cls: RequestClassPlan) -> pd.DataFrame:
+def _judged(rows: Table, cls: RequestClassPlan) -> Table:
     """One class's evaluated rows with the class, its SLA bounds and the verdict on each."""
     why = sla_verdicts(rows, cls.tpot_ms, cls.ttft_ms)
     verdict = {
@@ -162,7 +170,7 @@ def _judged(rows: pd.DataFrame, cls: RequestClassPlan) -> pd.DataFrame:
         "sla_tpot_ms": np.nan if cls.tpot_ms is None else cls.tpot_ms,
         "sla_ttft_ms": np.nan if cls.ttft_ms is None else cls.ttft_ms,
         "why_not": why,
-        "sla_ok": (why == "").to_numpy(),
+        "sla_ok": why == "",
     }
     return rows.assign(**verdict)
 
@@ -170,7 +178,7 @@ def _judged(rows: pd.DataFrame, cls: RequestClassPlan) -> pd.DataFrame:
 def _summarise(
     solution: FleetSolution,
     offered: Offered,
-    rows: pd.DataFrame,
+    rows: Table,
     classes: tuple[RequestClassPlan, ...],
 ) -> FleetSummary:
     """Turn a solver result into fleet lines with predicted latencies per class."""
@@ -182,10 +190,10 @@ def _summarise(
         at = {str(n): k for k, n in enumerate(own["class"].tolist())}  # one row per class
         load = {n: float(solution.load[i, j]) for j, n in enumerate(names)}
         served = [n for n in names if load[n] > 1e-9] or [n for n in names if n in at]
-        tpot_of, ttft_of = own["tpot_ms"].to_numpy(float), own["ttft_ms"].to_numpy(float)
+        tpot_of, ttft_of = values(own, "tpot_ms", float), values(own, "ttft_ms", float)
         tpot = {n: float(tpot_of[at[n]]) for n in served}
         ttft = {n: float(ttft_of[at[n]]) for n in served}
-        first = {k: own[k].iloc[0] for k in _LINE_FIRST}
+        first = {k: own[k][0] for k in _LINE_FIRST}
         lines.append(
             Deployment(
                 **key_fields(cand, n_rep),
@@ -257,7 +265,7 @@ def balanced(
 def _single_gpu_best(
     problem: FleetProblem,
     offered: Offered,
-    rows: pd.DataFrame,
+    rows: Table,
     classes: tuple[RequestClassPlan, ...],
     options: SolverOptions,
 ) -> tuple[FleetSummary, str] | None:
@@ -307,7 +315,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start
     names = [c.name for c in classes]
-    feasible = rows[OFFER_INPUTS][rows["sla_ok"].to_numpy()]  # issue #16: few columns
+    feasible = rows[OFFER_INPUTS][values(rows, "sla_ok")]  # issue #16: few columns
     offered = prune_dominated(offered_capacity(feasible, names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
@@ -326,7 +334,10 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     solution = solve_fleet(problem, options)
     timings["solve"] = time.perf_counter() - t0
     if solution.status == "infeasible":
-        explain_infeasible(scenario, model, classes, rows, rejected, problem, gpus, prices)
+        from planner.planning.diagnose import explain_infeasible
+
+        frame, rejected_frame = candidate_frames(rows, rejected)
+        explain_infeasible(scenario, model, classes, frame, rejected_frame, problem, gpus, prices)
     fleet = _summarise(balanced(solution, problem, options), offered, rows, classes)
     pools = disagg.pools_note(fleet, classes)
     if pools:
@@ -345,10 +356,10 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         fleet=fleet,
         single_gpu_best=single[0] if single else None,
         single_gpu_best_gpu=single[1] if single else None,
-        candidates=rows,
+        candidate_table=rows,
         offered=offered,
         api_quotes=api_quotes(catalog, model.id, classes),
-        assumptions=facts.assumption_table(scenario, catalog, model, gpus, prices),
+        assumption_rows=facts.assumption_table(scenario, catalog, model, gpus, prices),
         notes=tuple(notes),
         gpu_prices=prices,
         timings_s=timings,
@@ -381,21 +392,23 @@ def _held(problem, solution, offered, fleet, classes, options):
     notes = [n for n in [token_share_note(fleet.deployments, classes)] if n]
     if not problem.redundancy or solution.status == "infeasible":
         return (), notes
+    k = offered.keys
     keys = [
-        ("", str(r.gpu), int(r.tp), str(r.quant), int(r.batch)) for r in offered.keys.itertuples()
+        ("", str(g), int(t), str(q), int(b))
+        for g, t, q, b in zip(k["gpu"], k["tp"], k["quant"], k["batch"], strict=True)
     ]
     held = failovers(problem, solution.replicas, keys, options)
     return held, notes + failover_notes(problem, solution.replicas, held, options)
 
 
-def _mean_ttft_ok(rows: pd.DataFrame, classes: tuple[RequestClassPlan, ...], util: float):
+def _mean_ttft_ok(rows: Table, classes: tuple[RequestClassPlan, ...], util: float):
     """Each row's SLA verdict with every TTFT bound on the mean instead of a percentile."""
-    ok = rows["sla_ok"].to_numpy().copy()
-    ttft = rows["ttft_ms"].to_numpy(dtype=float).copy()
+    ok = values(rows, "sla_ok").copy()
+    ttft = values(rows, "ttft_ms", float).copy()
     for cls in classes:
         if cls.statistic == "mean" or cls.ttft_ms is None:
             continue
-        mine = (rows["class"] == cls.name).to_numpy()
+        mine = values(rows, "class") == cls.name
         own = rows if mine.all() else rows[mine]  # issue #16: one class, no copy
         mean = ttft_ms_at(own, util, "mean")
         ok[mine] = sla_met(own.assign(ttft_ms=mean), cls.tpot_ms, cls.ttft_ms)
@@ -409,7 +422,7 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
     if all(c.statistic == "mean" or c.ttft_ms is None for c in result.classes):
         return None
     stats = sorted({c.statistic for c in result.classes if c.statistic != "mean"})
-    rows = result.candidates
+    rows = result.candidate_table
     ok, mean_ttft = _mean_ttft_ok(rows, result.classes, result.utilisation)
     names = [c.name for c in result.classes]
     feasible = rows[OFFER_INPUTS].assign(ttft_ms=mean_ttft)[ok]

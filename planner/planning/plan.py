@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from planner.fleet.selection import Offered
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
+from planner.perf import columns
 from planner.perf.candidates import Price
+from planner.perf.table import Table
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
 
 if TYPE_CHECKING:  # issue #16: a single-period plan never loads the plan-over-time MIP
+    import pandas as pd
+
     from planner.fleet.overtime import TimeProblem, TimeSolution
 
 
@@ -250,10 +254,11 @@ class Plan:
     fleet: FleetSummary
     single_gpu_best: FleetSummary | None
     single_gpu_best_gpu: str | None
-    candidates: pd.DataFrame  # every evaluated row (perf.columns.CANDIDATE_COLUMNS)
+    # every evaluated row (perf.columns.CANDIDATE_COLUMNS): a Table (a DataFrame is taken too)
+    candidate_table: Any
     offered: Offered  # SLA-feasible candidates given to the solver, capacity per class
     api_quotes: tuple[ApiQuote, ...]
-    assumptions: pd.DataFrame
+    assumption_rows: tuple[tuple, ...]  # planning.assumptions.COLUMNS, one tuple per fact
     notes: tuple[str, ...] = field(default_factory=tuple)
     gpu_prices: dict[str, Price] = field(default_factory=dict)  # GPU id -> price it was planned at
     timings_s: dict[str, float] = field(default_factory=dict)
@@ -263,6 +268,24 @@ class Plan:
     energy: EnergyPlan | None = None  # power, energy and CO2 per token
     # redundancy that holds (issue 12): each line's failover share, when n+k is asked
     failover: tuple = ()
+
+    @functools.cached_property
+    def candidates(self) -> pd.DataFrame:
+        """Every evaluated row as a DataFrame, for the workbook, charts and library users
+        (pandas is loaded here, not on the solve path: issue #16)."""
+        table = self.candidate_table
+        if not isinstance(table, Table):
+            return table
+        return columns.conform(table.to_pandas(), columns.CANDIDATE_COLUMNS)
+
+    @functools.cached_property
+    def assumptions(self) -> pd.DataFrame:
+        """The facts the plan rests on, one row each (`planning.assumptions.COLUMNS`)."""
+        import pandas as pd
+
+        from planner.planning.assumptions import COLUMNS
+
+        return pd.DataFrame(list(self.assumption_rows), columns=COLUMNS)
 
     @property
     def solves(self) -> tuple[SolveFact, ...]:

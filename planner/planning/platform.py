@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import InfeasibleError
 from planner.fleet.selection import Offered, fleet_problem, offered_capacity, prune_dominated
@@ -20,6 +19,7 @@ from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
+from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
 from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
@@ -29,6 +29,7 @@ from planner.planning.pipeline import (
     _summarise,
     allowed_gpus,
     balanced,
+    candidate_frames,
     evaluate_classes,
     request_classes,
 )
@@ -55,8 +56,8 @@ class Service:
     scenario: Scenario
     model: Model
     classes: tuple[RequestClassPlan, ...]
-    rows: pd.DataFrame
-    rejected: pd.DataFrame
+    rows: Table
+    rejected: Table
     offered: Offered
     prices: dict
     notes: tuple[str, ...]
@@ -105,7 +106,7 @@ def _service(platform: Platform, i: int, catalog: Catalog) -> Service:
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
     rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
     names = [c.name for c in classes]
-    offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], names))
+    offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok")], names))
     c = scenario.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
     alone = fleet_problem(
@@ -134,7 +135,7 @@ def joint_problem(services: list[Service], platform: Platform, catalog: Catalog)
         start = sum(n_classes[:i])
         cap[:, start : start + n_classes[i]] = s.offered.capacity
         blocks.append(cap)
-    keys = pd.concat([s.offered.keys for s in services], ignore_index=True)
+    keys = Table.concat([s.offered.keys for s in services])
     offered = Offered(keys, np.vstack(blocks))
     c = platform.constraints
     budget = c.max_monthly_budget_usd / HOURS_PER_MONTH if c.max_monthly_budget_usd else None
@@ -162,8 +163,9 @@ def _infeasible(
         if sol.status == "infeasible":
             gpus = allowed_gpus(s.scenario, catalog)
             try:
+                frame, rejected = candidate_frames(s.rows, s.rejected)
                 explain_infeasible(
-                    s.scenario, s.model, s.classes, s.rows, s.rejected, s.alone, gpus, s.prices
+                    s.scenario, s.model, s.classes, frame, rejected, s.alone, gpus, s.prices
                 )
             except InfeasibleError as exc:
                 message = f"models[{i}] ({s.label}): {exc.message}"
@@ -211,9 +213,10 @@ def _section(
     notes = [*s.notes, *[n for n in [token_share_note(fleet.deployments, s.classes)] if n]]
     held: tuple = ()
     if s.alone.redundancy:
+        k = s.offered.keys
         keys = [
-            (s.label, str(r.gpu), int(r.tp), str(r.quant), int(r.batch))
-            for r in s.offered.keys.itertuples()
+            (s.label, str(g), int(t), str(q), int(b))
+            for g, t, q, b in zip(k["gpu"], k["tp"], k["quant"], k["batch"], strict=True)
         ]
         held = failovers(s.alone, sol.replicas, keys, options)
         notes += failover_notes(s.alone, sol.replicas, held, options)
@@ -227,10 +230,10 @@ def _section(
         fleet=fleet,
         single_gpu_best=None,
         single_gpu_best_gpu=None,
-        candidates=s.rows,
+        candidate_table=s.rows,
         offered=s.offered,
         api_quotes=api_quotes(catalog, s.model.id, s.classes),
-        assumptions=facts.assumption_table(s.scenario, catalog, s.model, gpus, s.prices),
+        assumption_rows=facts.assumption_table(s.scenario, catalog, s.model, gpus, s.prices),
         notes=tuple(notes),
         gpu_prices=s.prices,
         problem=s.alone,

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
-import pandas as pd
 
-from planner.perf.candidates import GridSpec, build_grid
+from planner.perf.candidates import GridSpec, build_table
 from planner.perf.kv_link import NO_ROOM, domain_gpus
+from planner.perf.table import Frame, Table, mapped, values
 from planner.planning.layouts import Axes
 from planner.schema.engine import EngineProfile
 from planner.schema.hardware import Gpu
@@ -39,35 +39,34 @@ def pool_axes(model: Model, tps: Sequence[int], axes: Axes) -> Axes:
     )
 
 
-def keep_rows(grid: pd.DataFrame, axes: Axes, gpus: Sequence[Gpu]) -> np.ndarray:
+def keep_rows(grid: Frame, axes: Axes, gpus: Sequence[Gpu]) -> np.ndarray:
     """Which rows of a grid built on `pool_axes` to keep: every role at the scenario's own
     layouts, and pool rows also at the added ones, as full EP (ep = tp x dp_attention) on
     one stage inside one node; a scale-up (NVLink) pool only where it is at most half a node,
     so it pairs with a partner inside one node (fleet/disagg.py)."""
-    ep, dp = grid["ep"].to_numpy(), grid["dp_attention"].to_numpy()
-    tp, pp = grid["tp"].to_numpy(), grid["pp"].to_numpy()
+    ep, dp = values(grid, "ep"), values(grid, "dp_attention")
+    tp, pp = values(grid, "tp"), values(grid, "pp")
     own = np.isin(ep, axes.eps) & np.isin(dp, axes.dp_attentions)
-    node = grid["gpu"].astype(str).map({g.id: domain_gpus(g) for g in gpus}).to_numpy()
-    width = grid["gpus_per_replica"].to_numpy()
+    node = mapped(grid, "gpu", {g.id: domain_gpus(g) for g in gpus})
+    width = values(grid, "gpus_per_replica")
     added = (ep == tp * dp) & (pp == 1) & (width <= node)
-    pool = (grid["role"] != "aggregated").to_numpy()
-    up = (grid["kv_link"] == "scale-up").to_numpy()
+    pool = values(grid, "role") != "aggregated"
+    up = values(grid, "kv_link") == "scale-up"
     return np.asarray((own | (pool & added)) & (~up | (2 * width <= node)), dtype=bool)
 
 
 def build_pool_grid(
     model: Model, spec: GridSpec, engine: EngineProfile, axes: Axes
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """`build_grid`, filtered by `keep_rows`; with pools of an MoE model, crossed with
+) -> tuple[Table, Table]:
+    """`build_table`, filtered by `keep_rows`; with pools of an MoE model, crossed with
     `pool_axes` first (one grid, so the scenario's own rows keep their order). The rejected
     combinations reported are the scenario's own, less the optional scale-up link's."""
-    grid, rejected = build_grid(model, spec, engine)
+    grid, rejected = build_table(model, spec, engine)
     if set(spec.roles) <= {"aggregated"}:
         return grid, rejected
-    rejected = rejected[~rejected["reason"].str.contains(NO_ROOM, regex=False)]
+    rejected = rejected[np.asarray([NO_ROOM not in r for r in rejected["reason"]], dtype=bool)]
     if model.moe is not None:
         wide = pool_axes(model, spec.tps, axes)
         wide_spec = replace(spec, eps=wide.eps, dp_attentions=wide.dp_attentions)
-        grid, _ = build_grid(model, wide_spec, engine)
-    kept = grid[keep_rows(grid, axes, spec.gpus)].reset_index(drop=True)
-    return kept, rejected.reset_index(drop=True)
+        grid, _ = build_table(model, wide_spec, engine)
+    return grid[keep_rows(grid, axes, spec.gpus)], rejected

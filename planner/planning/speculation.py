@@ -20,6 +20,7 @@ from planner.fleet.steady import solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.inputs.speculative import spec_defaults
 from planner.perf.speculative import OFF, SpecOption, draft_option, mtp_option
+from planner.perf.table import values
 from planner.planning.plan import Plan
 from planner.schema.model import Model
 from planner.schema.scenario import Scenario
@@ -157,10 +158,11 @@ def assumption_rows(scenario: Scenario, catalog: Catalog, model: Model) -> list[
 def speculation_note(scenario: Scenario, result: Plan) -> str | None:
     """What speculative decoding is worth to this plan: the fleet re-solved over the same
     evaluated candidates with speculation off (None when the search allowed only off)."""
-    rows = result.candidates
-    if (rows["speculative"] == "off").all():
+    rows = result.candidate_table
+    off = values(rows, "speculative") == "off"
+    if off.all():
         return None
-    ok = rows["sla_ok"].to_numpy() & (rows["speculative"] == "off").to_numpy()
+    ok = values(rows, "sla_ok", bool) & off
     names = [c.name for c in result.classes]
     offered = prune_dominated(offered_capacity(rows[ok], names))
     c = scenario.constraints

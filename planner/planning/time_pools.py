@@ -38,7 +38,7 @@ def _sla(plan: Plan) -> np.ndarray:
 
 def pool_units(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
     """The best unit per GPU type and class: offered-style key rows and capacity per class."""
-    keys, cap = plan.offered.keys, plan.offered.capacity
+    keys, cap = plan.offered.key_frame(), plan.offered.capacity
     parts = plan.offered.ttft_ms if plan.offered.ttft_ms is not None else np.zeros(cap.shape)
     role = keys["role"].astype(str).to_numpy()
     rows, caps = [], []

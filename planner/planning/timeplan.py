@@ -164,7 +164,7 @@ def _shortlist(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
     """Per GPU type and request class, the most cost-efficient offered candidates (keeps the
     MIP small while every class keeps a way to be served on every GPU type that can): their
     keys, and their capacity per class."""
-    keys, capacity = plan.offered.keys, plan.offered.capacity
+    keys, capacity = plan.offered.key_frame(), plan.offered.capacity
     alone = (keys["role"].astype(str) == "aggregated").to_numpy()  # a pool serves no request
     keep: set[int] = set()
     for cap in capacity.T:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from planner.planning.plan import EnergyPlan, PeriodPlan, Plan, SolveFact, TimePlan
 from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SIGNIFICANT_DIGITS = 10
 
@@ -211,7 +213,7 @@ def plan_dict(plan: Plan) -> dict:
         demand_requests_per_s=plan.total_requests_per_s,
         classes=[c.__dict__ for c in plan.classes],
         candidates=offered_records(plan),
-        candidates_evaluated=len(plan.candidates),
+        candidates_evaluated=len(plan.candidate_table),
         single_gpu_best=(
             {"gpu": plan.single_gpu_best_gpu, **fleet_dict(plan.single_gpu_best)}
             if plan.single_gpu_best

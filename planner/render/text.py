@@ -7,14 +7,16 @@ the layout is wide (`--wide`); tables are laid out by `render.tables`, the door 
 from __future__ import annotations
 
 import math
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
 from planner.render.tables import Col, Layout, human, money, per_token_money, table, wrap
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 from planner.units import HOURS_PER_MONTH
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # a smaller saving of the GPU mix is rounding: the optimum is the single-GPU-type plan
 NO_SAVING_USD_PER_MONTH = 1e-3
