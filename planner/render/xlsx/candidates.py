@@ -131,9 +131,9 @@ def _is_text(series: pd.Series) -> bool:
 
 
 def _distinct_shown(series: pd.Series) -> list[str]:
-    """`str` of each distinct present value of a text, integer or boolean column with no
-    missing integers ([] for other columns or none present): what `astype(str)` shows, with
-    no string made per row."""
+    """`str` of each distinct present value of a text column, or of an integer or boolean
+    column with none missing ([] for any other column, or none present): what `astype(str)`
+    shows, with no string made per row."""
     if _is_text(series):
         return [str(v) for v in pd.unique(series.dropna())]
     complete = not series.isna().any()
