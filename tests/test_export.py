@@ -985,3 +985,27 @@ def test_stream_escape_is_saxutils_escape(text):
     from planner.render.xlsx.stream import escape
 
     assert escape(text) == sax_escape(text)
+
+
+_TEXT_COLUMNS = {
+    "categorical": pd.Series(pd.Categorical(["a", None, "=SUM(A1)", "a", "b<c", "a"])),
+    "string": pd.Series(["x & y", None, "", "x & y", "bad\x01char", "z"], dtype="str"),
+    "object, 1 and True": pd.Series([1, True, "t", None, 1.5, True], dtype=object),
+    "integers": pd.Series(np.array([3, 12, 3, 100, 7, 3], dtype=np.int16)),
+    "booleans": pd.Series([True, False, True, True, False, True]),
+}
+
+
+@pytest.mark.parametrize("name", list(_TEXT_COLUMNS))
+def test_candidate_text_cells_and_widths_are_each_rows_own(name):
+    """Issue 16: text columns are written from their distinct values (by code) and widths
+    measured on them; each cell is still what value_xml makes of that row's value (an object
+    column holding 1 and True keeps them apart) and each width what astype(str) shows."""
+    from planner.render.xlsx import candidates
+    from planner.render.xlsx.stream import value_xml
+
+    series = _TEXT_COLUMNS[name]
+    assert candidates._text_tails(series) == [value_xml(v) for v in series.tolist()]
+    shown = candidates._distinct_shown(series)
+    if shown:
+        assert max(map(len, shown)) == int(series.astype(str).str.len().max())

@@ -118,3 +118,23 @@ def test_the_cli_runs_openblas_on_one_thread_unless_the_user_says_otherwise():
     """Issue 16: OpenBLAS's spinning threads cost more CPU than the grid; a user's value wins."""
     assert _openblas_threads(None) == "1 False"
     assert _openblas_threads("4") == "4 False"
+
+
+def test_a_single_period_workbook_does_not_load_the_plan_over_time(tmp_path):
+    """The break-even analysis re-solves plans over time only for a plan that has one: a
+    single-period workbook leaves that solver unimported (issue 16)."""
+    book = tmp_path / "chatbot.xlsx"
+    code = (
+        "import sys, planner.cli\n"
+        f"sys.argv = ['planner', 'solve', 'scenarios/chatbot.yaml', '-o', {str(book)!r}]\n"
+        "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass\n"
+        "import json\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
+    )
+    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert book.is_file() and "planner.render.xlsx.workbook" in modules  # it did write
+    assert "planner.fleet.overtime" not in modules

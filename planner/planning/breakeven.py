@@ -13,19 +13,23 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.errors import SolverError
 from planner.fleet import disagg, dominance, scaled
 from planner.fleet.bounds import cheapest_per_request
-from planner.fleet.overtime import TimeProblem, build_time_model, solve_time
 from planner.fleet.solver import SolverOptions, solve
 from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.money.pricing import api_usd_per_hour
 from planner.planning.plan import Plan, TimePlan
 from planner.schema.plan import ApiQuote
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
+
+if TYPE_CHECKING:  # the plan over time's solver is imported where one is re-solved (issue 16:
+    # 3 ms of every single-period workbook's imports)
+    from planner.fleet.overtime import TimeProblem
 
 SCALES = np.geomspace(1e-3, 1e3, 61)
 WALK_STEPS = 6  # steps of the break-even walk before one MIP jumps to near its end (each
@@ -232,6 +236,8 @@ class TimeSelfCost:
     def __call__(self, scale: float) -> float:
         key = round(float(scale), 12)
         if key not in self.cache:
+            from planner.fleet.overtime import solve_time
+
             scaled = replace(self.problem, demand=self.problem.demand * float(scale))
             sol = solve_time(scaled, self.options)
             self.stopped += sol.status == "time_limit"
@@ -251,6 +257,8 @@ class TimeSelfCost:
         redundancy floor is linear in the scale, and the MIP costs at least that. Solved once
         (every API's comparison asks)."""
         if self._lower_slope is None:
+            from planner.fleet.overtime import build_time_model
+
             free = replace(self.problem, min_replicas=0)
             model, _ = build_time_model(free, integer=False)
             relaxed = solve(model, self.options)

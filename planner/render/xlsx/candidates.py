@@ -51,7 +51,11 @@ class CandidateSheet:
     def _text_width(self, name: str) -> int:
         if name not in self.table or self.n_rows == 0:
             return 0
-        return int(self.table[name].astype(str).str.len().max()) + 2
+        series = self.table[name]
+        shown = _distinct_shown(series)
+        if shown:  # each distinct value's text once (issue 16: 25 ms on 13,572 rows)
+            return max(len(t) for t in shown) + 2
+        return int(series.astype(str).str.len().max()) + 2
 
     def _column_part(self, i: int, name: str, rows: list[str]) -> tuple[str, list[Any] | None]:
         """Column i's piece of the row template (`{0}` the row number, `{}` where its value
@@ -81,7 +85,7 @@ class CandidateSheet:
                 for r, t, ok in zip(rows, shown, finite.tolist(), strict=True)
             ]
             return "{}", cells
-        tails = _text_tails(series.tolist())
+        tails = _text_tails(series)
         if all(tails):
             return head + "{}", tails
         cells = [
@@ -116,9 +120,39 @@ class CandidateSheet:
         return splice(xml, self.body(), self.ref)
 
 
-def _text_tails(values: list[Any]) -> list[str]:
+def _is_text(series: pd.Series) -> bool:
+    """A column of text only (or missing values): a string dtype, or a categorical whose
+    categories are all text. Their distinct values are distinct texts; an object column may
+    hold 1 and True, which hash alike but are written apart."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return dtype.categories.inferred_type in ("string", "empty")
+    return pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
+
+
+def _distinct_shown(series: pd.Series) -> list[str]:
+    """`str` of each distinct present value of a text column, or of an integer or boolean
+    column with none missing ([] for any other column, or none present): what `astype(str)`
+    shows, with no string made per row."""
+    if _is_text(series):
+        return [str(v) for v in pd.unique(series.dropna())]
+    complete = not series.isna().any()
+    plain = pd.api.types.is_integer_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
+    if complete and plain and not pd.api.types.is_object_dtype(series.dtype):
+        return [str(v) for v in pd.unique(series.to_numpy())]
+    return []
+
+
+def _text_tails(series: pd.Series) -> list[str]:
     """The tails of a text (or mixed) column's <c> elements ('' for an empty cell), each
-    distinct text escaped once (text columns repeat a few values many times)."""
+    distinct text escaped once (text columns repeat a few values many times); a text column's
+    rows take their tails by their codes (issue 16: a dict look-up a cell was 50 ms on
+    mixed-traffic's 13,572 rows x 7 text columns)."""
+    if _is_text(series):
+        codes, uniques = pd.factorize(series)  # missing: code -1, the last tail ('')
+        tails = np.array([*(value_xml(v) for v in uniques), ""], dtype=object)
+        return tails[codes].tolist()
+    values = series.tolist()
     memo: dict[str, str] = {}
     out = []
     for v in values:

@@ -35,7 +35,11 @@ def escape(text: str) -> str:
 def value_xml(value: Any) -> str:
     """The tail of one <c> element (type, value, close) for a Python value; '' if empty.
     Text starting with "=" is a formula, as openpyxl takes it."""
-    value = clean(value)
+    return clean_value_xml(clean(value))
+
+
+def clean_value_xml(value: Any) -> str:
+    """`value_xml` of a value `clean` has already made cell-safe."""
     if value is None or value == "":  # openpyxl writes no cell for an empty text either
         return ""
     if isinstance(value, str) and value.startswith("=") and len(value) > 1:
@@ -89,8 +93,11 @@ class StreamedCells:
     ) -> None:
         """`data` (tuples of values) from (row, column) down, one number format a column;
         with a `fill`, every cell of those rows is filled, empty ones too."""
+        styles: list[str] | None = None  # registered at the first row, as put_row would
         for i, values in enumerate(data):
-            self.put_row(row + i, column, values, fmts, fill)
+            if styles is None:
+                styles = [self._style(fmt, fill) for fmt in fmts]
+            self._put(row + i, column, values, styles, fill is not None)
 
     def put_row(
         self,
@@ -101,17 +108,25 @@ class StreamedCells:
         fill: Fill | None = None,
     ) -> None:
         """One row of `put_rows`."""
+        styles = [self._style(fmt, fill) for fmt in fmts]
+        self._put(row, column, values, styles, fill is not None)
+
+    def _put(
+        self, row: int, column: int, values: Sequence[Any], styles: list[str], filled: bool
+    ) -> None:
+        """One row's cells, each value made cell-safe once (issue 16: twice a cell, and its
+        style looked up by a hash of the fill, were a third of the Charts tables' time)."""
         cells = self.rows.setdefault(row, {})
-        for j, (v, fmt) in enumerate(zip(values, fmts, strict=True)):
-            tail = value_xml(v)
-            style = self._style(fmt, fill)
-            if not tail and fill is None:
+        widths = self.widths
+        for j, (v, style) in enumerate(zip(values, styles, strict=True)):
+            value = clean(v)
+            tail = clean_value_xml(value)
+            if not tail and not filled:
                 continue
-            at = f'<c r="{get_column_letter(column + j)}{row}"{style}'
-            cells[column + j] = at + (tail or "/>")
+            at = column + j
+            cells[at] = f'<c r="{get_column_letter(at)}{row}"{style}' + (tail or "/>")
             if tail:
-                size = shown_width(clean(v))
-                self.widths[column + j] = max(self.widths.get(column + j, 0), size)
+                widths[at] = max(widths.get(at, 0), shown_width(value))
 
     @property
     def last_column(self) -> int:
