@@ -1,6 +1,6 @@
 """Where one `planner solve SCENARIO --no-export` spends its CPU (issue 16): each phase timed
-with `time.process_time` inside a fresh interpreter (imports of numpy, pandas, pydantic +
-PyYAML, planner's modules for solve, the catalog, the scenario, the plan, the text report),
+with `time.process_time` inside a fresh interpreter (imports of numpy, pydantic + PyYAML,
+pulp, planner's modules for solve, the catalog, the scenario, the plan, the text report),
 the median of `repeats` processes, and the whole process's CPU (user + system) beside it.
 Each figure is also a ratio to the CPU time of `python -c "import numpy"` measured in the same
 run, so figures compare across machines. Run it with bytecode written, as an install does:
@@ -23,18 +23,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 PHASES = r"""
-import json, sys, time
+import json, os, sys, time
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as planner.cli starts numpy
 marks = [("start", time.process_time())]
 def mark(name): marks.append((name, time.process_time()))
 import numpy; mark("numpy")
-import pandas; mark("pandas (and pyarrow when installed)")
 import pydantic, yaml; mark("pydantic + PyYAML")
+import pulp; mark("pulp (and highspy)")
 from planner.inputs.catalog import load_catalog
 from planner.inputs.platforms import is_platform
 from planner.inputs.scenarios import load_scenario
 from planner.planning.pipeline import plan
 from planner.render.text import render_plan
-mark("planner's modules for solve (pulp, highspy, rich, schemas)")
+mark("planner's modules for solve (rich, schemas; pandas before session 27)")
 is_platform(sys.argv[1]); catalog = load_catalog(None); mark("catalog (snapshot)")
 scenario, catalog = load_scenario(sys.argv[1], catalog); mark("scenario")
 result = plan(scenario, catalog); mark("plan")

@@ -21,6 +21,7 @@ from openpyxl.utils import get_column_letter
 from planner.errors import InputError
 from planner.inputs.catalog import load_catalog
 from planner.inputs.scenarios import load_scenario
+from planner.perf.table import Table
 from planner.planning.breakeven import BuildVsBuy, analyse
 from planner.planning.pipeline import plan as make_plan
 from planner.render import xlsx as export
@@ -1005,7 +1006,8 @@ def test_candidate_text_cells_and_widths_are_each_rows_own(name):
     from planner.render.xlsx.stream import value_xml
 
     series = _TEXT_COLUMNS[name]
-    assert candidates._text_tails(series) == [value_xml(v) for v in series.tolist()]
-    shown = candidates._distinct_shown(series)
+    column = Table.from_pandas(pd.DataFrame({"c": series})).stored("c")  # as the sheet gets it
+    assert candidates._text_tails(column) == [value_xml(v) for v in series.tolist()]
+    shown = candidates._distinct_shown(column)
     if shown:
         assert max(map(len, shown)) == int(series.astype(str).str.len().max())

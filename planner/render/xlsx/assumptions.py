@@ -97,11 +97,7 @@ def _assumption_rows(plan: Plan) -> tuple[list[list[Any]], dict[str, int], Names
             True,
         ]
     ]
-    table = plan.assumptions
-    if table is not None and not table.empty:
-        cols = ["category", "item", "field", "value", "unit", "source", "as_of", "assumption"]
-        table = table.reindex(columns=cols)
-        rows += [list(r) for r in table.itertuples(index=False, name=None)]
+    rows += [list(r) for r in plan.assumption_rows]  # planning.assumptions.COLUMNS order
     named = {HOURS_NAME: 0, UTILISATION_NAME: _utilisation_row(rows, plan)}
     taken = {HOURS_NAME, UTILISATION_NAME, GROWTH_NAME, FACTOR_NAME, DISCOUNT_NAME}
     taken |= {PUE_NAME, GRID_NAME}

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from openpyxl.cell.cell import Cell
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from planner.perf.table import Coded, Column, Table
 from planner.render.xlsx.cells import header
 from planner.render.xlsx.names import CANDIDATE_COLUMNS
 from planner.render.xlsx.stream import splice, value_xml
@@ -25,9 +25,9 @@ class CandidateSheet:
     the sheet's <sheetData> after openpyxl has saved the header, autofilter and panes.
     """
 
-    def __init__(self, ws: Worksheet, table: pd.DataFrame) -> None:
+    def __init__(self, ws: Worksheet, table: Table) -> None:
         self.sheet = ws
-        self.table = table if table is not None else pd.DataFrame()
+        self.table = table
         header(ws, [label for _, label, _ in CANDIDATE_COLUMNS])
         self.n_rows = len(self.table)
         last = get_column_letter(len(CANDIDATE_COLUMNS))
@@ -51,11 +51,11 @@ class CandidateSheet:
     def _text_width(self, name: str) -> int:
         if name not in self.table or self.n_rows == 0:
             return 0
-        series = self.table[name]
-        shown = _distinct_shown(series)
+        column = self.table.stored(name)
+        shown = _distinct_shown(column)
         if shown:  # each distinct value's text once (issue 16: 25 ms on 13,572 rows)
             return max(len(t) for t in shown) + 2
-        return int(series.astype(str).str.len().max()) + 2
+        return max(len(_shown(v)) for v in np.asarray(column).tolist()) + 2
 
     def _column_part(self, i: int, name: str, rows: list[str]) -> tuple[str, list[Any] | None]:
         """Column i's piece of the row template (`{0}` the row number, `{}` where its value
@@ -63,15 +63,15 @@ class CandidateSheet:
         letter, style = get_column_letter(i + 1), self.styles[i]
         if name not in self.table:
             return "", None
-        series = self.table[name]
+        column = self.table.stored(name)
         head = f'<c r="{letter}{{0}}"{style}'
-        complete = not series.isna().any()
-        if complete and pd.api.types.is_bool_dtype(series.dtype):
-            return head + ' t="b"><v>{}</v></c>', series.astype(int).tolist()
-        if complete and pd.api.types.is_integer_dtype(series.dtype):
-            return head + "><v>{}</v></c>", series.tolist()
-        if series.dtype == np.float32 or pd.api.types.is_float_dtype(series.dtype):
-            values = series.to_numpy()
+        kind = "O" if isinstance(column, Coded) else column.dtype.kind
+        if isinstance(column, np.ndarray) and kind == "b":
+            return head + ' t="b"><v>{}</v></c>', column.astype(int).tolist()
+        if isinstance(column, np.ndarray) and kind in "iu":
+            return head + "><v>{}</v></c>", column.tolist()
+        if isinstance(column, np.ndarray) and kind == "f":
+            values = column
             # float32 physics detail: its shortest decimal, not 21.50399971; float64: repr
             texts = values.astype(str) if values.dtype == np.float32 else None
             finite = np.isfinite(values.astype(float))
@@ -85,7 +85,7 @@ class CandidateSheet:
                 for r, t, ok in zip(rows, shown, finite.tolist(), strict=True)
             ]
             return "{}", cells
-        tails = _text_tails(series)
+        tails = _text_tails(column)
         if all(tails):
             return head + "{}", tails
         cells = [
@@ -120,39 +120,49 @@ class CandidateSheet:
         return splice(xml, self.body(), self.ref)
 
 
-def _is_text(series: pd.Series) -> bool:
-    """A column of text only (or missing values): a string dtype, or a categorical whose
-    categories are all text. Their distinct values are distinct texts; an object column may
-    hold 1 and True, which hash alike but are written apart."""
-    dtype = series.dtype
-    if isinstance(dtype, pd.CategoricalDtype):
-        return dtype.categories.inferred_type in ("string", "empty")
-    return pd.api.types.is_string_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
+def _as_text(column: Column) -> Coded | None:
+    """A column of text only (or missing values) as codes into its texts, else None. Coded
+    ids are; an object column is when every present value is a str (1 and True, which hash
+    alike but are written apart, keep the per-value path)."""
+    if isinstance(column, Coded):
+        texts = all(isinstance(c, str) for c in column.categories.tolist())
+        return column if texts else None
+    if column.dtype.kind not in "OU":
+        return None
+    values = column.tolist()
+    if not all(isinstance(v, str) or v is None or v != v for v in values):
+        return None
+    return Coded.of(np.asarray(values, dtype=object))
 
 
-def _distinct_shown(series: pd.Series) -> list[str]:
+def _distinct_shown(column: Column) -> list[str]:
     """`str` of each distinct present value of a text column, or of an integer or boolean
-    column with none missing ([] for any other column, or none present): what `astype(str)`
-    shows, with no string made per row."""
-    if _is_text(series):
-        return [str(v) for v in pd.unique(series.dropna())]
-    complete = not series.isna().any()
-    plain = pd.api.types.is_integer_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype)
-    if complete and plain and not pd.api.types.is_object_dtype(series.dtype):
-        return [str(v) for v in pd.unique(series.to_numpy())]
+    column ([] for any other column, or none present): what each row shows, with no string
+    made per row."""
+    text = _as_text(column)
+    if text is not None:
+        present = np.unique(text.codes[text.codes >= 0])
+        return [str(text.categories[c]) for c in present]
+    if not isinstance(column, Coded) and column.dtype.kind in "iub":
+        return [str(v) for v in np.unique(column)]
     return []
 
 
-def _text_tails(series: pd.Series) -> list[str]:
+def _shown(value: Any) -> str:
+    """A value as text ('nan' for a missing one), for a column's width."""
+    return "nan" if value is None else str(value)
+
+
+def _text_tails(column: Column) -> list[str]:
     """The tails of a text (or mixed) column's <c> elements ('' for an empty cell), each
     distinct text escaped once (text columns repeat a few values many times); a text column's
     rows take their tails by their codes (issue 16: a dict look-up a cell was 50 ms on
     mixed-traffic's 13,572 rows x 7 text columns)."""
-    if _is_text(series):
-        codes, uniques = pd.factorize(series)  # missing: code -1, the last tail ('')
-        tails = np.array([*(value_xml(v) for v in uniques), ""], dtype=object)
-        return tails[codes].tolist()
-    values = series.tolist()
+    text = _as_text(column)
+    if text is not None:  # missing: code -1, the last tail ('')
+        tails = np.array([*(value_xml(v) for v in text.categories.tolist()), ""], dtype=object)
+        return tails[text.codes].tolist()
+    values = np.asarray(column).tolist()
     memo: dict[str, str] = {}
     out = []
     for v in values:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -24,7 +24,8 @@ def clean(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, str):
         return ILLEGAL_CHARACTERS_RE.sub("", value)
-    if value is pd.NA or value is pd.NaT:
+    pandas = sys.modules.get("pandas")  # its missing values only exist once it is loaded
+    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
         return None
     return ILLEGAL_CHARACTERS_RE.sub("", str(value))
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.worksheet.worksheet import Worksheet
 
+from planner.perf.table import Table, values
 from planner.planning.plan import Plan
 from planner.render.colours import colour
 from planner.render.xlsx.analysis import Analysis
@@ -26,34 +26,73 @@ from planner.render.xlsx.styles import BOLD, MONEY, MONEY_FINE, MS, RATE, fit_wi
 MAX_CHART_POINTS = 500
 
 
-def feasible_points(plan: Plan) -> tuple[pd.DataFrame, pd.DataFrame]:
+def feasible_points(plan: Plan) -> tuple[Table, Table]:
     """SLA-feasible candidates with a finite TPOT and cost (sampled along TPOT down to
-    MAX_CHART_POINTS, sorted by GPU then TPOT) and each class's cost-vs-TPOT frontier."""
+    MAX_CHART_POINTS, sorted by GPU then TPOT) and each class's cost-vs-TPOT frontier
+    (`CHART_POINT_COLUMNS` each; numpy on the candidate table, no pandas: issue 16)."""
     cols = [name for name, _, _ in CHART_POINT_COLUMNS]
-    empty = pd.DataFrame(columns=cols)
-    table = plan.candidates
+    table = candidate_table(plan)
     need = {"sla_ok", "gpu", "tpot_ms", "cost_per_1k_output_tokens_usd"}
-    if table is None or table.empty or not need <= set(table.columns):
+    if table.empty or not need <= set(table.columns):
+        empty = Table({c: np.zeros(0, dtype=object) for c in cols})
         return empty, empty
-    rows = table.reindex(columns=cols)[table["sla_ok"].eq(True).to_numpy()]
-    tpot = pd.to_numeric(rows["tpot_ms"], errors="coerce").to_numpy(float)
-    cost = pd.to_numeric(rows["cost_per_1k_output_tokens_usd"], errors="coerce").to_numpy(float)
-    rows = rows[np.isfinite(tpot) & np.isfinite(cost)].copy()
-    rows["class"] = rows["class"].fillna("").astype(str)
-    rows = rows.sort_values(["tpot_ms", "cost_per_1k_output_tokens_usd"], kind="stable")
-    frontier = rows[
-        rows["cost_per_1k_output_tokens_usd"]
-        < rows.groupby("class")["cost_per_1k_output_tokens_usd"]
-        .cummin()
-        .groupby(rows["class"])
-        .shift(fill_value=np.inf)
-    ]
+    tpot = values(table, "tpot_ms", float)
+    cost = values(table, "cost_per_1k_output_tokens_usd", float)
+    keep = (values(table, "sla_ok") == True) & np.isfinite(tpot) & np.isfinite(cost)  # noqa: E712
+    rows = _projected(table, cols)[keep]
+    tpot, cost = tpot[keep], cost[keep]
+    rows = rows.assign(**{"class": _class_names(rows)})
+    order = np.lexsort((cost, tpot))  # stable: by TPOT, then cost
+    rows, tpot, cost = rows.take(order), tpot[order], cost[order]
+    frontier = rows[_below_running_minimum(rows["class"], cost)]
     if len(rows) > MAX_CHART_POINTS:
-        keep = np.unique(np.linspace(0, len(rows) - 1, MAX_CHART_POINTS).round().astype(int))
-        rows = rows.iloc[keep]
-    rows = rows.sort_values(["gpu", "tpot_ms"], kind="stable")
-    frontier = frontier.sort_values(["class", "tpot_ms"], kind="stable")
-    return rows.reset_index(drop=True), frontier.reset_index(drop=True)
+        sample = np.unique(np.linspace(0, len(rows) - 1, MAX_CHART_POINTS).round().astype(int))
+        rows = rows.take(sample)
+    rows = rows.take(np.lexsort((values(rows, "tpot_ms", float), rows.codes("gpu"))))
+    by_class = np.lexsort((values(frontier, "tpot_ms", float), frontier.codes("class")))
+    return rows, frontier.take(by_class)
+
+
+def candidate_table(plan: Plan) -> Table:
+    """The plan's candidates as a `Table` (a DataFrame given in its place is read as one)."""
+    table = plan.candidate_table
+    if table is None:
+        return Table({})
+    return table if isinstance(table, Table) else Table.from_pandas(table.reset_index(drop=True))
+
+
+def _projected(table: Table, cols: list[str]) -> Table:
+    """`cols` of the table, a column it lacks as missing values."""
+    missing = np.full(len(table), None, dtype=object)
+    return Table({c: table.stored(c) if c in table else missing for c in cols}, len(table))
+
+
+def _class_names(rows: Table) -> np.ndarray:
+    """Each row's class as text, '' where it has none."""
+    return np.asarray(["" if v is None or v != v else str(v) for v in rows["class"].tolist()])
+
+
+def _below_running_minimum(classes: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Rows (in order) cheaper than every earlier row of their class: the frontier."""
+    keep = np.zeros(len(cost), dtype=bool)
+    for name in dict.fromkeys(classes.tolist()):
+        mine = np.flatnonzero(classes == name)
+        before = np.concatenate(([np.inf], np.minimum.accumulate(cost[mine])[:-1]))
+        keep[mine] = cost[mine] < before
+    return keep
+
+
+def _rows_of(table: Table, cols: Sequence[str]):
+    """The table's rows as tuples of Python values, in `cols` order."""
+    return zip(*(np.asarray(table[c]).tolist() for c in cols), strict=True)
+
+
+def _runs(labels: np.ndarray) -> dict:
+    """Each label's row positions, labels in first-seen order (groupby(sort=False).indices)."""
+    out: dict = {}
+    for i, label in enumerate(labels.tolist()):
+        out.setdefault(label, []).append(i)
+    return out
 
 
 def _put_table(
@@ -115,7 +154,7 @@ def _series(
 
 
 def _frontier_chart(
-    cells: StreamedCells, points: pd.DataFrame, frontier: pd.DataFrame
+    cells: StreamedCells, points: Table, frontier: Table
 ) -> list[tuple[int, int, str]]:
     """Scatter of $ per 1K output tokens vs TPOT, one series per GPU, frontier lines."""
     ws = cells.sheet
@@ -127,7 +166,7 @@ def _frontier_chart(
             1,
             f"SLA-feasible candidates ({len(points)} plotted, sampled along TPOT when more)",
             [h for _, h, _ in CHART_POINT_COLUMNS],
-            points.itertuples(index=False, name=None),
+            _rows_of(points, [name for name, _, _ in CHART_POINT_COLUMNS]),
             [fmt for _, _, fmt in CHART_POINT_COLUMNS],
         ),
         _put_table(
@@ -136,9 +175,7 @@ def _frontier_chart(
             9,
             "cost vs TPOT frontier",
             ["class", "TPOT ms", "$ per 1K output tokens"],
-            frontier[["class", "tpot_ms", "cost_per_1k_output_tokens_usd"]].itertuples(
-                index=False, name=None
-            ),
+            _rows_of(frontier, ["class", "tpot_ms", "cost_per_1k_output_tokens_usd"]),
             [None, MS, MONEY_FINE],
         ),
     ]
@@ -150,12 +187,12 @@ def _frontier_chart(
     )
     chart.y_axis.scaling.logBase = 10
     chart.y_axis.title = "$ per 1K output tokens (log scale)"
-    groups = points.groupby("gpu", sort=False, observed=True).indices.items()
+    groups = _runs(points["gpu"]).items()
     for k, (gpu, idx) in enumerate(groups):
         rows = (first + idx[0], first + idx[-1])
         chart.series.append(_series(ws, (6, 7), rows, str(gpu), colour(k)))
-    several = frontier["class"].nunique() > 1
-    for cls, idx in frontier.groupby("class", sort=False).indices.items():
+    several = len(set(frontier["class"].tolist())) > 1
+    for cls, idx in _runs(frontier["class"]).items():
         label = f"frontier {cls}" if several else "frontier"
         rows = (first + idx[0], first + idx[-1])
         chart.series.append(_series(ws, (10, 11), rows, label, "000000", marker=None))
@@ -220,7 +257,7 @@ def _break_even_chart(
 
 
 def write_charts(
-    ws: Worksheet, plan: Plan, analysis: Analysis, points: pd.DataFrame, frontier: pd.DataFrame
+    ws: Worksheet, plan: Plan, analysis: Analysis, points: Table, frontier: Table
 ) -> StreamedCells:
     """The charts and the tables they plot; the tables' values are returned streamed, for
     `write_workbook` to splice into the saved sheet."""
