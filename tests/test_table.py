@@ -128,3 +128,12 @@ def test_a_declared_table_is_the_declared_frame():
 def test_columns_of_different_lengths_are_refused():
     with pytest.raises(ValueError, match="different lengths"):
         Table({"a": np.zeros(2), "b": np.zeros(3)})
+
+
+def test_a_dataframe_is_read_without_copying_its_columns():
+    """from_pandas views the categoricals' codes and the numeric arrays: `evaluate` reads a
+    sweep's grid through it, and a copy of 48 coded columns was 110 MiB at 2.7M rows."""
+    df = _table().to_pandas()
+    t = Table.from_pandas(df)
+    assert np.shares_memory(t.stored("gpu").codes, df["gpu"].array.codes)
+    assert np.shares_memory(t.stored("cost"), df["cost"].to_numpy())
