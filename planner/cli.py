@@ -616,7 +616,7 @@ def estimate(
     --concurrency 25 --input-len 5000 --output-len 500 --engine trtllm
     """
     from planner.planning.estimate import EstimateRequest
-    from planner.planning.estimate import estimate as run
+    from planner.planning.estimate import estimate_row as run
     from planner.render.json import estimate_dict, to_json
     from planner.render.text import render_estimate
 

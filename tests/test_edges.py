@@ -149,7 +149,7 @@ def test_ctrl_c_exits_130(monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("planner.planning.estimate.estimate", interrupted)
+    monkeypatch.setattr("planner.planning.estimate.estimate_row", interrupted)
     res = CliRunner().invoke(cli, ["estimate", "--model", "llama-3.1-8b", "--gpu", "l40s"], obj={})
     assert res.exit_code == 130 and "interrupted" in res.output
 
@@ -158,7 +158,7 @@ def test_an_os_error_from_a_path_is_exit_2_naming_it(monkeypatch):
     def too_long(*args, **kwargs):
         raise OSError(errno.ENAMETOOLONG, "File name too long", "p" * 300)
 
-    monkeypatch.setattr("planner.planning.estimate.estimate", too_long)
+    monkeypatch.setattr("planner.planning.estimate.estimate_row", too_long)
     res = CliRunner().invoke(cli, ["estimate", "--model", "llama-3.1-8b", "--gpu", "l40s"], obj={})
     assert res.exit_code == 2 and "File name too long" in res.output and "ppp" in res.output
 

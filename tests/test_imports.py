@@ -141,3 +141,20 @@ def test_a_single_period_workbook_does_not_load_the_plan_over_time(tmp_path, nam
     assert book.is_file() and "planner.render.xlsx.workbook" in modules  # it did write
     assert "planner.fleet.overtime" not in modules
     assert "pandas" not in modules
+
+
+def test_estimate_loads_no_pandas():
+    """`planner estimate` evaluates its one row on the Table and renders a dict (issue 16:
+    pandas was a third of the command); its JSON and text are the same as before."""
+    code = (
+        "import sys, planner.cli\n"
+        "sys.argv = ['planner', 'estimate', '--model', 'llama-3.3-70b', '--gpu', 'h100-sxm',\n"
+        "    '--tp', '2', '--quant', 'fp8', '--concurrency', '25', '--json']\n"
+        "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass\n"
+        "import json\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert '"ttft_ms"' in out.stdout  # it did estimate
+    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "planner.planning.estimate" in modules and "pandas" not in modules

@@ -291,13 +291,13 @@ def _narrowed(value: Any, column: Column) -> Any:
     return value.astype(target)
 
 
-def shortest_floats(row: pd.Series) -> pd.Series:
+def shortest_floats(row: Mapping[str, Any]) -> dict[str, Any]:
     """One row with its FLOAT32 values as the shortest decimals that read back as them
     (21.504, not 21.503999710083008): a one-deployment report is not the grid (#16)."""
-    out = row.copy()
-    for name in row.index:
+    out = dict(row)
+    for name, value in row.items():
         if name in BY_NAME and BY_NAME[name].dtype == FLOAT32:
-            out[name] = float(str(np.float32(row[name])))
+            out[name] = float(str(np.float32(value)))
     return out
 
 

@@ -17,10 +17,11 @@ from planner.perf.candidates import (
     GridSpec,
     InvalidCombination,
     Price,
-    build_grid,
+    build_table,
     default_kv_dtype,
 )
-from planner.perf.evaluate import evaluate
+from planner.perf.evaluate import evaluate_table
+from planner.perf.table import Table
 from planner.schema import limits
 from planner.schema.bounded import Range
 from planner.schema.hardware import Gpu
@@ -30,6 +31,8 @@ from planner.schema.speculative import MAX_SPEC_TOKENS
 
 if TYPE_CHECKING:
     import pandas as pd
+
+Row = dict[str, Any]  # one evaluated candidate by column name, with the estimate's own terms
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,7 @@ def _price(gpu: Gpu, override: float | None) -> Price | None:
 
 def one_row_grid(
     req: EstimateRequest, catalog: Catalog, batch: int, tp: int, where: str = "", **axes: Any
-) -> tuple[Model, pd.DataFrame]:
+) -> tuple[Model, Table]:
     """The request's one-row candidate grid at `batch` sequences and `tp`, with any further
     grid axes (`GridSpec` fields: speculation, layouts, roles); exit 2 when it cannot run,
     `where` naming the option at fault."""
@@ -158,14 +161,14 @@ def one_row_grid(
         prices={gpu.id: price} if price else {},
         **axes,
     )
-    grid, rejected = build_grid(model, spec, engine, ideal=req.ideal)
+    grid, rejected = build_table(model, spec, engine, ideal=req.ideal)
     if grid.empty:
-        reason = rejected["reason"].iloc[0] if not rejected.empty else "unknown reason"
+        reason = rejected["reason"][0] if not rejected.empty else "unknown reason"
         raise InputError(f"{where}impossible combination: {reason}")
     return model, grid
 
 
-def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, pd.DataFrame]:
+def _grid(req: EstimateRequest, catalog: Catalog, batch: int) -> tuple[Model, Table]:
     """The one-row grid of the request at `batch` sequences in flight."""
     model = catalog.model(req.model)
     return one_row_grid(
@@ -201,9 +204,9 @@ def _check_prefix(req: EstimateRequest) -> None:
         )
 
 
-def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> pd.Series:
+def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> Row:
     model, grid = _grid(req, catalog, batch)
-    return columns.shortest_floats(evaluate(model, grid, req.utilisation, statistic).iloc[0])
+    return columns.shortest_floats(evaluate_table(model, grid, req.utilisation, statistic).row(0))
 
 
 def _max_num_seqs(req: EstimateRequest, catalog: Catalog) -> int:
@@ -225,7 +228,7 @@ def _in_flight_cap(req: EstimateRequest, catalog: Catalog) -> tuple[int, int]:
     return seqs, int(probe["max_batch"])
 
 
-def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.Series:
+def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> Row:
     """C clients in a closed loop (`vllm bench serve --max-concurrency C`, AIPerf, SGLang
     bench_serving): b = min(C, max_num_seqs, what memory holds) sequences decode at once;
     throughput R = b / (O step(b) + b t_pf) (Little's law over the batch); TTFT = the
@@ -252,9 +255,7 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> pd.
     return _with_load(row, "concurrency", concurrency, b, seqs)
 
 
-def _first_round(
-    req: EstimateRequest, catalog: Catalog, row: pd.Series, b: int, slot_ms: float
-) -> None:
+def _first_round(req: EstimateRequest, catalog: Catalog, row: Row, b: int, slot_ms: float) -> None:
     """Mix a benchmark's first round into the closed loop's steady TTFT and TPOT on `row`.
 
     `vllm bench serve --max-concurrency C --num-prompts N` (and AIPerf, SGLang
@@ -270,7 +271,7 @@ def _first_round(
     from planner.calibration.prediction import first_round_ms
 
     model, grid = _grid(req, catalog, b)
-    wave = evaluate(model, grid, req.utilisation, "none")
+    wave = evaluate_table(model, grid, req.utilisation, "none").to_pandas()
     wave["_mixes_prefill"] = catalog.engine(req.engine).mixes_prefill
     step = wave["tpot_step_ms"].to_numpy(dtype=float)
     w_ttft, w_tpot = first_round_ms(model, wave, step, wave["t_decode_rows_ms"].to_numpy(), slot_ms)
@@ -283,7 +284,7 @@ def _first_round(
     row["tpot_ms"] = float(row["tpot_ms"]) + float(row["tpot_first_round_ms"])
 
 
-def _fused_rows_ms(req: EstimateRequest, catalog: Catalog, row: pd.Series, b: int) -> float:
+def _fused_rows_ms(req: EstimateRequest, catalog: Catalog, row: Row, b: int) -> float:
     """The other b - 1 sequences' decode work in the passes that prefill a prompt, on an
     engine that runs them as one forward (`roofline.decode_rows_in_prefill`, #10 t10b;
     0 for an engine that does not mix, SGLang)."""
@@ -296,7 +297,7 @@ def _fused_rows_ms(req: EstimateRequest, catalog: Catalog, row: pd.Series, b: in
     return float(extra)
 
 
-def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> pd.Series:
+def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> Row:
     """Poisson arrivals at `rate` requests/s: the batch in flight n solves Little's law
     n = rate x (TTFT + (O - 1) TPOT(n)) (a few fixed-point steps), capped by max_num_seqs
     and memory at c; TTFT adds the M/D/c wait for one of the c slots and the M/D/1 wait
@@ -328,9 +329,7 @@ def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> pd.Series:
     return _with_load(row, "rate", rate, b, seqs)
 
 
-def _ttft_terms(
-    row: pd.Series, prefill_wait_ms: float, slot_wait_ms: float, fused_ms: float
-) -> None:
+def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms: float) -> None:
     """Set ttft_ms and its terms on `row`: the prompt's own prefill, half a decode step (the
     step in flight when it arrives), the engine's per-request latency (host work the GPU
     model does not see: HTTP, tokenisation, scheduling; fitted per engine, and the constant
@@ -350,9 +349,9 @@ FIRST_ROUND_FIELDS = ("num_prompts", "first_round_share", "ttft_first_round_ms",
                       "tpot_first_round_ms")  # fmt: skip
 
 
-def _with_load(row: pd.Series, kind: str, value: float, in_flight: int, seqs: int) -> pd.Series:
+def _with_load(row: Row, kind: str, value: float, in_flight: int, seqs: int) -> Row:
     for name in FIRST_ROUND_FIELDS:  # no benchmark's first round unless --num-prompts set it
-        if name not in row.index:
+        if name not in row:
             row[name] = 0
     row["load_kind"] = kind
     row["load_value"] = value
@@ -362,9 +361,17 @@ def _with_load(row: pd.Series, kind: str, value: float, in_flight: int, seqs: in
 
 
 def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
+    """Every metric of one (model, gpu, tp, quant, kv, shape) at one load (`estimate_row`)
+    as a pandas Series, for library users."""
+    import pandas as pd
+
+    return pd.Series(estimate_row(req, catalog), dtype=object)
+
+
+def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     """Every metric of one (model, gpu, tp, quant, kv, shape) at one load: a closed loop of
     `concurrency` clients, an open loop at `rate`, or (neither) `batch` sequences at the
-    planned utilisation, as `solve` plans."""
+    planned utilisation, as `solve` plans. A dict by column name (no pandas: issue 16)."""
     _check_ranges(req)
     _check_load(req)
     _check_prefix(req)

@@ -22,16 +22,16 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import InputError
 from planner.inputs.catalog import Catalog
 from planner.perf import columns
 from planner.perf import queueing as q
-from planner.perf.evaluate import evaluate
+from planner.perf.evaluate import evaluate_table
 from planner.perf.kv_link import domain_gpus
 from planner.planning.estimate import (
     EstimateRequest,
+    Row,
     _check_ranges,
     check_context,
     default_max_num_seqs,
@@ -66,7 +66,7 @@ def _pool_row(
     pools: Pools,
     batch: int,
     link: str = "scale-out",
-) -> pd.Series:
+) -> Row:
     """One pool's evaluated row, idle (no queueing), its KV over `link`."""
     tp, ep, dp = pools.layout(role)
     where = f"--{role}-tp {tp} --{role}-ep {ep} --{role}-dp-attention {dp}: "
@@ -81,7 +81,7 @@ def _pool_row(
         dp_attentions=[dp],
         kv_links=(link,),
     )
-    return columns.shortest_floats(evaluate(model, grid, req.utilisation, "none").iloc[0])
+    return columns.shortest_floats(evaluate_table(model, grid, req.utilisation, "none").row(0))
 
 
 def kv_link_for(pools: Pools, catalog: Catalog, gpu_id: str) -> str:
@@ -133,8 +133,8 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
 def _combined(
     req: EstimateRequest,
     pools: Pools,
-    pre: pd.Series,
-    dec: pd.Series,
+    pre: Row,
+    dec: Row,
     rate: float,
     caps: tuple[float, float],
 ) -> dict:

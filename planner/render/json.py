@@ -5,16 +5,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from planner.planning.plan import EnergyPlan, PeriodPlan, Plan, SolveFact, TimePlan
 from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 SIGNIFICANT_DIGITS = 10
 
@@ -106,7 +104,7 @@ TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
 }
 
 
-def estimate_dict(row: pd.Series) -> dict:
+def estimate_dict(row: Mapping[str, Any]) -> dict:
     """The estimate as one JSON object with a `breakdown` of the TPOT terms and a
     `ttft_breakdown` of the TTFT's, in ms."""
     out = {k: row[k] for k in ESTIMATE_KEYS}
@@ -134,7 +132,7 @@ def estimate_dict(row: pd.Series) -> dict:
     return out
 
 
-def speculation_dict(row: pd.Series) -> dict:
+def speculation_dict(row: Mapping[str, Any]) -> dict:
     """Speculative decoding and the prefix cache of one evaluated row (issue #11)."""
     return {
         "speculative": {

@@ -7,7 +7,8 @@ the layout is wide (`--wide`); tables are laid out by `render.tables`, the door 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any
 
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
@@ -15,14 +16,11 @@ from planner.render.tables import Col, Layout, human, money, per_token_money, ta
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 from planner.units import HOURS_PER_MONTH
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 # a smaller saving of the GPU mix is rounding: the optimum is the single-GPU-type plan
 NO_SAVING_USD_PER_MONTH = 1e-3
 
 
-def _layout_of(row: pd.Series) -> str:
+def _layout_of(row: Mapping[str, Any]) -> str:
     """' (tp 8, pp 2 over 2 nodes)' for a layout beyond plain tp, else ''."""
     parts = [f"{k} {int(row[c])}" for k, c in (("pp", "pp"), ("ep", "ep"), ("dp", "dp_attention"))]
     extra = [p for p in parts if not p.endswith(" 1")]
@@ -32,7 +30,7 @@ def _layout_of(row: pd.Series) -> str:
     return f" (tp {int(row['tp'])}, {', '.join(extra)} over {nodes} node{'s' * (nodes > 1)})"
 
 
-def _comm_detail(row: pd.Series) -> str:
+def _comm_detail(row: Mapping[str, Any]) -> str:
     """What the collectives line holds: tp all-reduces, EP all-to-all, stage sends."""
     detail = f"tp {row['tp']} all-reduce"
     if row["t_alltoall_ms"] > 0:
@@ -42,7 +40,7 @@ def _comm_detail(row: pd.Series) -> str:
     return detail
 
 
-def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
+def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
     """A readable breakdown of one deployment."""
     head = (
         f"{row['model']} on {row['gpus_per_replica']} x {row['gpu']}{_layout_of(row)}  "
@@ -109,7 +107,7 @@ def render_estimate(row: pd.Series, layout: Layout = Layout()) -> str:
     return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
 
 
-def _ttft_terms(row: pd.Series) -> list[tuple[str, float, str]]:
+def _ttft_terms(row: Mapping[str, Any]) -> list[tuple[str, float, str]]:
     """The TTFT's terms of an estimate (planning.estimate._ttft_terms), those that round to
     0.0 ms left out (the prefill and the per-request latency always shown)."""
     terms = [
@@ -131,7 +129,7 @@ def _ttft_terms(row: pd.Series) -> list[tuple[str, float, str]]:
     return [*kept, ("TTFT", row["ttft_ms"], f"at this load ({row['load_kind']})")]
 
 
-def _first_round_term(row: pd.Series, key: str, how: str) -> list[tuple[str, float, str]]:
+def _first_round_term(row: Mapping[str, Any], key: str, how: str) -> list[tuple[str, float, str]]:
     """The benchmark's first round (`estimate --num-prompts`), the `key` column of `row`, as
     one more term; none without it."""
     if not row["num_prompts"]:
@@ -140,7 +138,7 @@ def _first_round_term(row: pd.Series, key: str, how: str) -> list[tuple[str, flo
     return [("first round", row[key], f"{share} ({row['first_round_share']:.0%}): {how}")]
 
 
-def speculation_lines(row: pd.Series) -> list[str]:
+def speculation_lines(row: Mapping[str, Any]) -> list[str]:
     """Speculative decoding and the prefix cache of an estimate, when used (issue #11)."""
     out = []
     if row["speculative"] != "off":
