@@ -11,7 +11,7 @@ import numpy as np
 from planner.fleet import disagg
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
-from planner.perf.table import Coded, Frame, Table, values
+from planner.perf.table import Frame, Table, mapped, values
 
 # pp, ep, dp_attention: multi-node / MoE layouts; speculative, spec_tokens, role (issue #11)
 CANDIDATE_KEY = [
@@ -115,7 +115,8 @@ def offered_capacity(feasible: Frame, class_names: list[str]) -> Offered:
     if feasible.empty:
         return Offered(columns.empty_table(OFFERED_COLUMNS), capacity)
     keys, row = _candidates(feasible)
-    col = _positions(feasible, "class", class_names)
+    where = {name: j for j, name in enumerate(class_names)}
+    col = mapped(feasible, "class", where, missing=-1, dtype=np.int64)
     known = col >= 0
     capacity = np.zeros((len(keys), len(class_names)))
     capacity[row[known], col[known]] = values(feasible, "capacity_requests_per_s", float)[known]
@@ -123,16 +124,6 @@ def offered_capacity(feasible: Frame, class_names: list[str]) -> Offered:
     ttft[row[known], col[known]] = values(feasible, "ttft_ms", float)[known]
     keys = columns.conform(keys, OFFERED_COLUMNS)
     return Offered(keys, np.nan_to_num(capacity, nan=0.0), ttft)
-
-
-def _positions(table: Table, name: str, names: list[str]) -> np.ndarray:
-    """Each row's position of its `name` value in `names` (-1 where it is not there),
-    looked up once per distinct value."""
-    stored = table.stored(name)
-    coded = stored if isinstance(stored, Coded) else Coded.of(stored)
-    where = {n: j for j, n in enumerate(names)}
-    lookup = np.asarray([where.get(c, -1) for c in coded.categories] + [-1], dtype=np.int64)
-    return lookup[coded.codes]
 
 
 _KEY_VALUES = ["gpus_per_replica", "nodes_per_replica", "cost_per_hour_usd"]

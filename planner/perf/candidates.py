@@ -246,13 +246,15 @@ def build_grid(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`build_table` as DataFrames: the full grid (deployments x batches x shapes,
     `columns.GRID_COLUMNS`) and the rejected deployments."""
+    grid, rejected = build_table(model, spec, engine, ideal)
+    return columns.conform(grid.to_pandas(), columns.GRID_COLUMNS), rejected_frame(rejected)
+
+
+def rejected_frame(rejected: Table) -> pd.DataFrame:
+    """Rejected deployments as a DataFrame of Python values (a tp stays an integer column)."""
     import pandas as pd
 
-    grid, rejected = build_table(model, spec, engine, ideal)
-    return (
-        columns.conform(grid.to_pandas(), columns.GRID_COLUMNS),
-        pd.DataFrame({c: list(rejected[c]) for c in REJECTED_COLUMNS}, columns=REJECTED_COLUMNS),
-    )
+    return pd.DataFrame({c: list(rejected[c]) for c in rejected.columns})
 
 
 def build_table(

@@ -319,7 +319,7 @@ def table(data: Mapping[str, Any], columns: Sequence[Column]) -> Table:
         value = data[c.name]
         if not isinstance(value, Coded) and np.ndim(value) == 0:
             value = np.full(n, value)
-        out[c.name] = _stored(_narrowed(value, c) if isinstance(value, np.ndarray) else value, c)
+        out[c.name] = _stored(value, c)
     return Table(out, n)
 
 

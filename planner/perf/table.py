@@ -28,13 +28,15 @@ def values(table: Any, name: str, dtype: Any = None) -> np.ndarray:
     return np.asarray(table[name], dtype=dtype)
 
 
-def mapped(table: Frame, name: str, mapping: Mapping[Any, float]) -> np.ndarray:
-    """Column `name` through `mapping` as floats (NaN where a value has no entry), looked
-    up once per distinct value."""
+def mapped(
+    table: Frame, name: str, mapping: Mapping[Any, Any], missing: Any = np.nan, dtype: Any = float
+) -> np.ndarray:
+    """Column `name` through `mapping` (`missing` where a value, or the row, has no entry),
+    looked up once per distinct value."""
     col = table.stored(name) if isinstance(table, Table) else None
     coded = col if isinstance(col, Coded) else Coded.of(values(table, name))
-    lookup = np.asarray([mapping.get(c, np.nan) for c in coded.categories] + [np.nan], float)
-    return lookup[coded.codes]  # code -1 reads the trailing NaN
+    lookup = np.asarray([mapping.get(c, missing) for c in coded.categories] + [missing], dtype)
+    return lookup[coded.codes]  # code -1 reads the trailing `missing`
 
 
 def _code_dtype(n_categories: int) -> np.dtype:
@@ -107,10 +109,6 @@ class Coded:
 Column = np.ndarray | Coded
 
 
-def _length(column: Column) -> int:
-    return len(column)
-
-
 class Table:
     """Named columns of one length, in order: numpy arrays or `Coded`.
 
@@ -122,7 +120,7 @@ class Table:
 
     def __init__(self, data: Mapping[str, Column], n: int | None = None) -> None:
         self._data = dict(data)
-        lengths = {_length(c) for c in self._data.values()}
+        lengths = {len(c) for c in self._data.values()}
         if len(lengths) > 1:
             raise ValueError(f"columns of different lengths: {sorted(lengths)}")
         self._n = lengths.pop() if lengths else (n or 0)

@@ -13,11 +13,10 @@ from planner.fleet.selection import CANDIDATE_KEY
 from planner.perf.table import Frame, Table, values
 
 
-def chosen(replicas: np.ndarray, keys: Frame) -> Iterator[tuple[int, Any, int]]:
+def chosen(replicas: np.ndarray, keys: Table) -> Iterator[tuple[int, dict[str, Any], int]]:
     """(offered index, candidate key, replicas) of every candidate given replicas."""
     for i in np.flatnonzero(replicas):
-        key = keys.row(int(i)) if isinstance(keys, Table) else keys.iloc[i]
-        yield int(i), key, int(replicas[i])
+        yield int(i), keys.row(int(i)), int(replicas[i])
 
 
 def key_fields(key: Any, replicas: int) -> dict[str, Any]:

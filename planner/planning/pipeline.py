@@ -28,7 +28,7 @@ from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
-from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price
+from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, rejected_frame
 from planner.perf.evaluate import evaluate_table, ttft_ms_at
 from planner.perf.kv_link import KV_LINKS
 from planner.perf.table import Table, values
@@ -149,10 +149,8 @@ def evaluate_classes(
 
 def candidate_frames(rows: Table, rejected: Table) -> tuple[Any, Any]:
     """`evaluate_classes`' tables as DataFrames, for the pipelines written with pandas."""
-    import pandas as pd
-
     frame = columns.conform(rows.to_pandas(), columns.CANDIDATE_COLUMNS)
-    return frame, pd.DataFrame({c: list(rejected[c]) for c in rejected.columns})
+    return frame, rejected_frame(rejected)
 
 
 def scenario_spec_options(scenario: Scenario, catalog: Catalog, model: Model) -> list:

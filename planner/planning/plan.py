@@ -278,6 +278,15 @@ class Plan:
             return table
         return columns.conform(table.to_pandas(), columns.CANDIDATE_COLUMNS)
 
+    @property
+    def candidates_table(self) -> Table:
+        """Every evaluated row as a `Table`, what the workbook reads (a DataFrame given as
+        `candidate_table` is read as one); `candidates` is the same as a DataFrame."""
+        table = self.candidate_table
+        if table is None or isinstance(table, Table):
+            return Table({}) if table is None else table
+        return Table.from_pandas(table.reset_index(drop=True))
+
     @functools.cached_property
     def assumptions(self) -> pd.DataFrame:
         """The facts the plan rests on, one row each (`planning.assumptions.COLUMNS`)."""

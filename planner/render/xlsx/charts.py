@@ -31,7 +31,7 @@ def feasible_points(plan: Plan) -> tuple[Table, Table]:
     MAX_CHART_POINTS, sorted by GPU then TPOT) and each class's cost-vs-TPOT frontier
     (`CHART_POINT_COLUMNS` each; numpy on the candidate table, no pandas: issue 16)."""
     cols = [name for name, _, _ in CHART_POINT_COLUMNS]
-    table = candidate_table(plan)
+    table = plan.candidates_table
     need = {"sla_ok", "gpu", "tpot_ms", "cost_per_1k_output_tokens_usd"}
     if table.empty or not need <= set(table.columns):
         empty = Table({c: np.zeros(0, dtype=object) for c in cols})
@@ -51,14 +51,6 @@ def feasible_points(plan: Plan) -> tuple[Table, Table]:
     rows = rows.take(np.lexsort((values(rows, "tpot_ms", float), rows.codes("gpu"))))
     by_class = np.lexsort((values(frontier, "tpot_ms", float), frontier.codes("class")))
     return rows, frontier.take(by_class)
-
-
-def candidate_table(plan: Plan) -> Table:
-    """The plan's candidates as a `Table` (a DataFrame given in its place is read as one)."""
-    table = plan.candidate_table
-    if table is None:
-        return Table({})
-    return table if isinstance(table, Table) else Table.from_pandas(table.reset_index(drop=True))
 
 
 def _projected(table: Table, cols: list[str]) -> Table:

@@ -20,7 +20,7 @@ from planner.render.xlsx.analysis import Analysis, indexed
 from planner.render.xlsx.assumptions import write_assumptions
 from planner.render.xlsx.build_vs_api import write_build_vs_api
 from planner.render.xlsx.candidates import CandidateSheet
-from planner.render.xlsx.charts import candidate_table, feasible_points, write_charts
+from planner.render.xlsx.charts import feasible_points, write_charts
 from planner.render.xlsx.fleet import write_fleet
 from planner.render.xlsx.monthly import write_monthly, write_periods
 from planner.render.xlsx.names import (
@@ -156,7 +156,7 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, dict[Worksheet, Pa
     patches: dict[Worksheet, Patch] = {}
     if charts is not None:
         patches[charts] = write_charts(charts, plan, analysis, points, frontier).patch
-    cand = CandidateSheet(cand_ws, candidate_table(plan))
+    cand = CandidateSheet(cand_ws, plan.candidates_table)
     patches[cand_ws] = cand.patch
     patches[assumptions] = assumed.patch
     print_setup(wb, cand.ref, {ASSUMPTIONS: (assumed.last_row, assumed.last_column)})
