@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pulp
 
-from planner.fleet.solver import SolverOptions, solve, value
+from planner.fleet.solver import Model, SolverOptions, solve
 from planner.fleet.steady import FleetProblem
 
 TIE_BREAK = 1e-6  # a fixed preference order among equal splits, so every run splits alike
@@ -16,28 +15,45 @@ def balance_load(
 ) -> np.ndarray | None:
     """Split each class's demand over the chosen replicas so the busiest candidate is as idle
     as possible (what a load balancer aims at), with a fixed tie-break so the split is the same
-    on every run. Returns candidates x classes, or None if the replicas cannot carry it."""
-    lp = pulp.LpProblem("balance", pulp.LpMinimize)
-    busiest = pulp.LpVariable("max_utilisation", 0)
+    on every run. Returns candidates x classes, or None if the replicas cannot carry it.
+
+    The LP is built as arrays (issue 16: PuLP's build and import on every run): column 0 the
+    busiest candidate's utilisation, then one load per (chosen candidate, class it carries),
+    in the order PuLP sorted their names (x_load_c<c>_w<w>) when it built this LP."""
     n_classes = problem.capacity.shape[1]
-    load = {
-        (int(c), int(w)): pulp.LpVariable(f"x_load_c{c}_w{w}", 0)
-        for c, w in zip(*np.nonzero(problem.capacity > 0), strict=True)
-        if replicas[c] > 0
-    }
-    tie = pulp.lpSum(
-        TIE_BREAK * (c * n_classes + w + 1) / max(float(problem.demand[w]), 1e-9) * v
-        for (c, w), v in load.items()
+    load_c, load_w = np.nonzero(problem.capacity > 0)
+    chosen = replicas[load_c] > 0
+    load_c, load_w = load_c[chosen], load_w[chosen]
+    names = [f"x_load_c{c}_w{w}" for c, w in zip(load_c, load_w, strict=True)]
+    order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    load_c, load_w = load_c[order], load_w[order]
+    n_loads = len(load_c)
+    demand = problem.demand.astype(float)
+    tie = TIE_BREAK * (load_c * n_classes + load_w + 1) / np.maximum(demand[load_w], 1e-9)
+    columns = 1 + np.arange(n_loads)
+    used = np.flatnonzero(replicas)
+    # rows: each class's demand served, then each chosen candidate's loads within `busiest` of
+    # its replicas: sum_w x[c,w] / capacity[c,w] - busiest * replicas[c] <= 0
+    at = np.searchsorted(used, load_c)
+    rows = np.concatenate([load_w, n_classes + at, n_classes + np.arange(len(used))])
+    cols = np.concatenate([columns, columns, np.zeros(len(used), dtype=np.int64)])
+    values = np.concatenate(
+        [np.ones(n_loads), 1 / problem.capacity[load_c, load_w], -replicas[used].astype(float)]
     )
-    lp += busiest + tie
-    for w, demand in enumerate(problem.demand):
-        lp += pulp.lpSum(v for (c, ww), v in load.items() if ww == w) == float(demand)
-    for chosen in np.flatnonzero(replicas):
-        used = [v / float(problem.capacity[c, w]) for (c, w), v in load.items() if c == chosen]
-        lp += pulp.lpSum(used) <= busiest * float(replicas[chosen])
-    if solve(lp, options).status != "optimal":
+    model = Model(
+        cost=np.concatenate([[1.0], tie]),
+        lower=np.zeros(n_loads + 1),
+        upper=np.full(n_loads + 1, np.inf),
+        integer=np.zeros(n_loads + 1, dtype=bool),
+        rows=rows,
+        cols=cols,
+        values=values,
+        row_lower=np.concatenate([demand, np.full(len(used), -np.inf)]),
+        row_upper=np.concatenate([demand, np.zeros(len(used))]),
+    )
+    outcome = solve(model, options)
+    if outcome.status != "optimal" or outcome.values is None:
         return None
     out = np.zeros(problem.capacity.shape)
-    for (c, w), v in load.items():
-        out[c, w] = max(value(v), 0.0)
+    out[load_c, load_w] = np.maximum(outcome.values[columns], 0.0)
     return out

@@ -9,8 +9,9 @@ from dataclasses import replace
 import numpy as np
 
 from planner.fleet import disagg, dominance
+from planner.fleet.matrix import build_model
 from planner.fleet.solver import Outcome, SolverOptions, solve
-from planner.fleet.steady import FleetProblem, build_lp, lp_lower_bound
+from planner.fleet.steady import FleetProblem, lp_lower_bound
 
 LP_MARGIN = 1e-6  # an LP optimum is exact to the simplex's tolerances: claim a little less
 
@@ -80,11 +81,9 @@ def least_cost_bound(problem: FleetProblem, options: SolverOptions) -> float:
 def _least_cost(problem: FleetProblem, options: SolverOptions, integer: bool) -> Outcome:
     """The fleet model over the undominated candidates, on the cost alone, solved as a MIP
     (without HiGHS's sub-MIPs and restarts: small) or as its LP relaxation."""
-    from planner.fleet.scaled import to_arrays
-
     kept = problem.restricted(dominance.undominated(problem))
-    lp, replicas, _, _ = build_lp(kept, integer=integer)
-    model, cols = to_arrays(lp, replicas)
+    built = build_model(kept, integer=integer)
+    model = built.model
     cost = np.zeros(model.n_cols)
-    cost[cols] = kept.cost_per_hour
+    cost[built.replica_cols] = kept.cost_per_hour
     return solve(replace(model, cost=cost, sub_mips=False, restarts=False), options)

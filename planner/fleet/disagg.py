@@ -29,16 +29,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pulp
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pulp is imported where a PuLP model is built (`fleet/matrix.py` builds
+    # the same rows as arrays, issue 16)
+    import pulp
+
     from planner.fleet.steady import FleetProblem
 
 ROLES = ("aggregated", "prefill", "decode")
 # decode side's share of the TTFT bound, one flow bucket each
 DECODE_TTFT_SHARES: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75)
 
-PoolLoads = dict[tuple[int, int, int], pulp.LpVariable]
+PoolLoads = dict[tuple[int, int, int], "pulp.LpVariable"]
 
 
 def has_roles(problem: FleetProblem) -> bool:
@@ -88,12 +90,21 @@ def eligibility(problem: FleetProblem) -> np.ndarray:
     return out
 
 
+def pool_index(problem: FleetProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Candidate, class and bucket of every pool load, in the order of `pool_loads`."""
+    if not has_roles(problem):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    c, w, k = np.nonzero(eligibility(problem))
+    return c, w, k
+
+
 def pool_loads(problem: FleetProblem) -> PoolLoads:
     """One load variable per (pool candidate, class, bucket) it may carry."""
+    import pulp
+
     loads: PoolLoads = {}
-    if not has_roles(problem):
-        return loads
-    for c, w, k in zip(*np.nonzero(eligibility(problem)), strict=True):
+    for c, w, k in zip(*pool_index(problem), strict=True):
         loads[int(c), int(w), int(k)] = pulp.LpVariable(f"x_load_c{c}_w{w}_k{k}", lowBound=0)
     return loads
 
@@ -107,6 +118,8 @@ def kv_groups(keys) -> tuple[str, ...]:
 def add_balance(lp: pulp.LpProblem, problem: FleetProblem, loads: PoolLoads) -> None:
     """Per class, bucket and KV balance group: what the prefill pool takes in, the decode
     pool carries on."""
+    import pulp
+
     role = roles_of(problem)
     group = problem.kv_group or ("",) * problem.n_candidates
     flows: dict[tuple[int, int, str], list] = {}

@@ -26,12 +26,12 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pulp
 
 from planner.errors import SolverError
-from planner.fleet.solver import SolverOptions, solve, value
+from planner.fleet.solver import Model, SolverOptions, solve
 from planner.fleet.steady import FleetProblem, _replica_bound
 
 
@@ -42,8 +42,15 @@ def services(problem: FleetProblem) -> tuple[np.ndarray, np.ndarray]:
     return cand, dem
 
 
+if TYPE_CHECKING:  # pulp is imported where its rows are added (the resilience report's LPs
+    # are arrays, issue 16)
+    import pulp
+
+
 def add_redundancy(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, integer: bool):
     """Add the n+k failover routings, same-vendor and per-service replica floors to `lp`."""
+    import pulp
+
     cat = pulp.LpBinary if integer else pulp.LpContinuous
     cand, dem = services(problem)
     if problem.min_replicas_per_service:
@@ -61,6 +68,8 @@ def add_redundancy(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, in
 def _add_failover(lp, problem: FleetProblem, replicas, tag: str, lost, cand, dem, cat) -> None:
     """Each line c of `lost` loses lost[c] replicas (or all it has: z = 0); the rest of its
     service carry the service's demand. Sound for any fleet: the loss is real and <= k."""
+    import pulp
+
     mu = problem.capacity
     first = next(iter(lost))
     z = {c: pulp.LpVariable(f"z_survives_{tag}_c{c}", 0, 1, cat=cat) for c in lost}
@@ -94,6 +103,8 @@ def _most_load(problem: FleetProblem, c: int, dem: np.ndarray) -> float:
 
 def _add_same_vendor(lp, problem: FleetProblem, replicas, cand, cat) -> None:
     """Each service's replicas all on GPUs of one vendor."""
+    import pulp
+
     vendors = sorted(set(problem.vendor))
     for s in sorted(set(cand.tolist())):
         pick = {
@@ -107,24 +118,45 @@ def _add_same_vendor(lp, problem: FleetProblem, replicas, cand, cat) -> None:
 
 
 def _routable_scale(problem: FleetProblem, replicas: np.ndarray, options: SolverOptions):
-    """The largest factor t such that t x the demand fits `replicas` (an LP), or 0."""
-    lp = pulp.LpProblem("headroom", pulp.LpMaximize)
-    t = pulp.LpVariable("t_scale", 0)
+    """The largest factor t such that t x the demand fits `replicas` (an LP), or 0. Built as
+    arrays (issue 16: PuLP's build and import on every plan's resilience report): column 0 is
+    t, then one load per (candidate in use, class it carries) in the order PuLP sorted their
+    names (x_c<c>_w<w>) when it built this LP; rows: each class's loads = demand x t, then
+    each candidate's loads over its capacities <= its replicas."""
     mu = problem.capacity
-    x = {
-        (int(c), int(w)): pulp.LpVariable(f"x_c{c}_w{w}", 0)
-        for c, w in zip(*np.nonzero(mu > 0), strict=True)
-        if replicas[c] > 0
-    }
-    lp += t
-    for w, d in enumerate(problem.demand):
-        lp += pulp.lpSum(v for (c, ww), v in x.items() if ww == w) == float(d) * t
-    for c in np.flatnonzero(replicas):
-        used = [v / float(mu[c, w]) for (cc, w), v in x.items() if cc == c]
-        lp += pulp.lpSum(used) <= float(replicas[c])
-    if solve(lp, options).status != "optimal":
+    load_c, load_w = np.nonzero(mu > 0)
+    kept = replicas[load_c] > 0
+    load_c, load_w = load_c[kept], load_w[kept]
+    names = [f"x_c{c}_w{w}" for c, w in zip(load_c, load_w, strict=True)]
+    order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+    load_c, load_w = load_c[order], load_w[order]
+    n_classes, n_loads = len(problem.demand), len(load_c)
+    used = np.flatnonzero(replicas)
+    columns = 1 + np.arange(n_loads)
+    rows = np.concatenate([load_w, np.arange(n_classes), n_classes + np.searchsorted(used, load_c)])
+    cols = np.concatenate([columns, np.zeros(n_classes, dtype=np.int64), columns])
+    values = np.concatenate(
+        [np.ones(n_loads), -problem.demand.astype(float), 1 / mu[load_c, load_w]]
+    )
+    keep = values != 0  # a class without demand has no t term (PuLP leaves zeros out)
+    cost = np.zeros(n_loads + 1)
+    cost[0] = -1.0  # maximise t
+    bounds = replicas[used].astype(float)
+    model = Model(
+        cost=cost,
+        lower=np.zeros(n_loads + 1),
+        upper=np.full(n_loads + 1, np.inf),
+        integer=np.zeros(n_loads + 1, dtype=bool),
+        rows=rows[keep],
+        cols=cols[keep],
+        values=values[keep],
+        row_lower=np.concatenate([np.zeros(n_classes), np.full(len(used), -np.inf)]),
+        row_upper=np.concatenate([np.zeros(n_classes), bounds]),
+    )
+    outcome = solve(model, options)
+    if outcome.status != "optimal" or outcome.values is None:
         return 0.0
-    return value(t)
+    return float(outcome.values[0])
 
 
 def headroom_after_loss(

@@ -1,7 +1,7 @@
 """The steady fleet MIP at many demand scales, for the break-even analysis (issue 16).
 
-The model is built once with PuLP (`steady.build_lp`, so it is the same model) and kept as
-arrays; each scale changes only the demand rows' right-hand sides and the replica bounds, and
+The model is built once as arrays (`fleet/matrix.py`, the same model as `steady.build_lp`);
+each scale changes only the demand rows' right-hand sides and the replica bounds, and
 goes to HiGHS in process. Rebuilding the PuLP model per scale was most of a small solve's time
 (rag: 80 of 100 ms), and the break-even chart solves it at some 20 scales.
 
@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pulp
 
 from planner.errors import SolverError
+from planner.fleet.matrix import build_model
 from planner.fleet.solver import Model, SolverOptions, solve
-from planner.fleet.steady import FleetProblem, build_lp
+from planner.fleet.steady import FleetProblem
+
+if TYPE_CHECKING:
+    import pulp
 
 LP_MARGIN = 1e-6  # an LP optimum is exact to the simplex's tolerances: claim a little less
 REACH_CAP = 1e9  # a fixed fleet's largest scale is sought below this (no demand: unbounded)
@@ -47,11 +51,10 @@ class ScaledFleet:
     def __init__(self, problem: FleetProblem, options: SolverOptions) -> None:
         self.problem = problem
         self.options = options
-        lp, replicas, _, _ = build_lp(problem)
-        self.model, self.replica_cols = to_arrays(lp, replicas)
-        names = {name: i for i, name in enumerate(lp.constraints)}
-        self.demand_rows = np.array([names[f"demand_{w}"] for w in range(len(problem.demand))])
-        self.floor_row = names.get("redundancy")  # sum of replicas >= min_replicas
+        built = build_model(problem)
+        self.model, self.replica_cols = built.model, built.replica_cols
+        self.demand_rows = built.demand_rows
+        self.floor_row = built.floor_row  # sum of replicas >= min_replicas
         caps = problem.capacity
         with np.errstate(divide="ignore", invalid="ignore"):
             self.need = np.where(caps > 0, problem.demand / caps, 0.0).sum(axis=1)
@@ -199,7 +202,9 @@ class ScaledFleet:
 
 def to_arrays(lp: pulp.LpProblem, replicas: list) -> tuple[Model, np.ndarray]:
     """A PuLP model as an array `Model` (columns in PuLP's own order), and the columns of
-    `replicas`."""
+    `replicas` (what `fleet/matrix.py` builds directly; its tests compare the two)."""
+    import pulp
+
     variables = lp.variables()
     index = {v.name: j for j, v in enumerate(variables)}
     cost = np.zeros(len(variables))

@@ -94,6 +94,9 @@ class Model:
     # issue 16: HiGHS's restarts (presolve again once columns are fixed) off for the same small
     # MIPs: on the break-even MIPs of the pooled scenarios they halve the CPU, the same optima
     restarts: bool = True
+    # HiGHS's feasibility jump (off for array models, `_HIGHS_MIP`): on for the fleet MIP built
+    # as arrays (`fleet/matrix.py`), which PuLP solved with it, so its ties fall as they did
+    feasibility_jump: bool = False
 
     @property
     def n_cols(self) -> int:
@@ -245,6 +248,8 @@ def _solve_model(model: Model, options: SolverOptions) -> Outcome:
                 h.setOptionValue(name, False)
         if not model.restarts:
             h.setOptionValue("mip_allow_restart", False)
+        if model.feasibility_jump:
+            h.setOptionValue("mip_heuristic_run_feasibility_jump", True)
         _pass_model(h, model)
         if model.start is not None and model.integer.any():
             h.setSolution(

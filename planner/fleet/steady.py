@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pulp
 
 from planner.errors import SolverError
 from planner.fleet import disagg
-from planner.fleet.solver import SolverOptions, solve, value
+from planner.fleet.solver import Outcome, SolverOptions, solve, value
+
+if TYPE_CHECKING:  # pulp is imported where a PuLP model is built: on HiGHS the plain fleet
+    # MIP is built as arrays (`fleet/matrix.py`, issue 16)
+    import pulp
 
 TIE_BREAK_PER_GPU = 1e-6  # among equal-cost fleets prefer fewer GPUs, deterministically
 
@@ -128,11 +132,25 @@ def _replica_bound(problem: FleetProblem, c: int) -> int:
     return int(math.ceil(need)) + floor + 1
 
 
+def replica_bounds(problem: FleetProblem) -> np.ndarray:
+    """`_replica_bound` of every candidate at once, each class's term added in class order as
+    the loop adds them (the same float, so the same whole number)."""
+    need = np.zeros(problem.n_candidates)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for w, demand in enumerate(problem.demand):
+            caps = problem.capacity[:, w]
+            need = np.where(caps > 0, need + demand / caps, need)
+    floor = problem.min_replicas + problem.min_replicas_per_service + problem.redundancy
+    return np.ceil(need) + floor + 1
+
+
 def build_lp(
     problem: FleetProblem, integer: bool = True
 ) -> tuple[pulp.LpProblem, list, dict, disagg.PoolLoads]:
     """The PuLP model with named constraints: demand_<w>, capacity_<c>, inventory_<gpu>, and
     pools_w<w>_k<k> when prefill/decode pools are offered (fleet/disagg.py)."""
+    import pulp
+
     lp = pulp.LpProblem("fleet", pulp.LpMinimize)
     cat = pulp.LpInteger if integer else pulp.LpContinuous
     # PuLP passes variables to the solver sorted by name, and equal-cost ties fall by that
@@ -173,6 +191,8 @@ def build_lp(
 
 
 def _add_fleet_limits(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, cost, gpus):
+    import pulp
+
     for gpu_id, avail in sorted(problem.inventory.items()):
         used = [
             t * v for g, t, v in zip(problem.gpu, problem.tp, replicas, strict=True) if g == gpu_id
@@ -187,8 +207,23 @@ def _add_fleet_limits(lp: pulp.LpProblem, problem: FleetProblem, replicas: list,
         lp += cost <= problem.budget_per_hour, "budget"
 
 
+def arrays_apply(problem: FleetProblem, options: SolverOptions) -> bool:
+    """Whether the fleet MIP goes to HiGHS as arrays (`fleet/matrix.py`) rather than PuLP."""
+    from planner.fleet import matrix
+
+    return options.backend == "highs" and matrix.supported(problem)
+
+
 def lp_lower_bound(problem: FleetProblem, options: SolverOptions) -> float:
     """The LP relaxation's optimum: a lower bound on any fleet's cost."""
+    if arrays_apply(problem, options):
+        from planner.fleet.matrix import build_model
+
+        built = build_model(problem, integer=False)
+        relaxed = solve(replace(built.model, feasibility_jump=True), options)
+        if relaxed.status != "optimal" or relaxed.values is None:
+            return math.inf
+        return float(built.model.cost @ relaxed.values)
     lp = build_lp(problem, integer=False)[0]
     if solve(lp, options).status != "optimal":
         return math.inf
@@ -210,6 +245,8 @@ def solve_fleet(
     )
     if problem.n_candidates == 0:
         return infeasible
+    if lp_path is None and arrays_apply(problem, options):
+        return _solve_arrays(problem, options, infeasible)
     lp, replicas, load, pools = build_lp(problem)
     if lp_path:
         lp.writeLP(lp_path)
@@ -231,3 +268,36 @@ def solve_fleet(
     return FleetSolution(
         outcome.status, chosen, carried, cost, bound, outcome.seconds, options.backend
     )
+
+
+def _solve_arrays(
+    problem: FleetProblem, options: SolverOptions, infeasible: FleetSolution
+) -> FleetSolution:
+    """`solve_fleet` on the model built as arrays (`fleet/matrix.py`): the same model, the same
+    HiGHS options as PuLP's (its feasibility-jump heuristic on), so the same fleet."""
+    from planner.fleet.matrix import build_model
+
+    built = build_model(problem)
+    outcome = solve(replace(built.model, feasibility_jump=True), options)
+    values = _solved_values(outcome, options)
+    if values is None:
+        return replace(infeasible, solve_seconds=outcome.seconds)
+    chosen = built.replicas(values)
+    carried = built.carried(values, problem.capacity.shape)
+    cost = float(np.dot(problem.cost_per_hour, chosen))
+    bound = cost if outcome.status == "optimal" else lp_lower_bound(problem, options)
+    return FleetSolution(
+        outcome.status, chosen, carried, cost, bound, outcome.seconds, options.backend
+    )
+
+
+def _solved_values(outcome: Outcome, options: SolverOptions) -> np.ndarray | None:
+    """The solved point, None where the MIP is infeasible; no point at all is an error."""
+    if outcome.status == "infeasible":
+        return None
+    if outcome.status == "none" or outcome.values is None:
+        raise SolverError(
+            f"the {options.backend} solver stopped after {options.time_limit_s:g} s without "
+            "any feasible fleet; raise solver.time_limit_s or narrow the search"
+        )
+    return outcome.values
