@@ -59,6 +59,7 @@ NOT_FOR_SOLVE = (
     "ray",
     "scipy",
     "pandas",  # a third of the run (0.19 of 0.62 CPU s): the solve path keeps perf.table.Table
+    "pulp",  # the fleet MIPs and LPs of one period go to HiGHS as arrays (fleet/matrix.py)
 )
 ROOT = Path(__file__).resolve().parent.parent
 # every shipped scenario without a finance section: the plan over time is written in pandas
@@ -141,6 +142,7 @@ def test_a_single_period_workbook_does_not_load_the_plan_over_time(tmp_path, nam
     assert book.is_file() and "planner.render.xlsx.workbook" in modules  # it did write
     assert "planner.fleet.overtime" not in modules
     assert "pandas" not in modules
+    assert "pulp" not in modules  # the break-even MIPs are arrays too (fleet/matrix.py)
 
 
 def test_estimate_loads_no_pandas():

@@ -1,14 +1,11 @@
 """Issue 16: the steady fleet MIP built as arrays (`fleet/matrix.py`) is PuLP's model, entry for
-entry, and solves to PuLP's fleet; the single-period solve imports no PuLP."""
+entry, and solves to PuLP's fleet (tests/test_imports.py: a single-period solve loads no PuLP)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -158,19 +155,3 @@ def test_redundancy_and_cbc_keep_the_pulp_model():
     assert steady.arrays_apply(problem, OPTIONS)
     assert not steady.arrays_apply(replace(problem, redundancy=1), OPTIONS)
     assert not steady.arrays_apply(problem, replace(OPTIONS, backend="cbc"))
-
-
-@pytest.mark.parametrize("scenario", ["chatbot", "long-prompt"])
-def test_a_single_period_solve_imports_no_pulp(scenario):
-    """The fleet MIPs, the pools' balance and the load split go to HiGHS as arrays."""
-    code = (
-        "import sys\n"
-        "from planner.inputs.catalog import load_catalog\n"
-        "from planner.inputs.scenarios import load_scenario\n"
-        "from planner.planning.pipeline import plan\n"
-        f"s, c = load_scenario('scenarios/{scenario}.yaml', load_catalog(None))\n"
-        "plan(s, c)\n"
-        "print('pulp' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"
