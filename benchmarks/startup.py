@@ -1,6 +1,6 @@
 """Where one `planner solve SCENARIO --no-export` spends its CPU (issue 16): each phase timed
 with `time.process_time` inside a fresh interpreter (imports of numpy, pydantic + PyYAML,
-pulp, planner's modules for solve, the catalog, the scenario, the plan, the text report),
+highspy, planner's modules for solve, the catalog, the scenario, the plan, the text report),
 the median of `repeats` processes, and the whole process's CPU (user + system) beside it.
 Each figure is also a ratio to the CPU time of `python -c "import numpy"` measured in the same
 run, so figures compare across machines. Run it with bytecode written, as an install does:
@@ -29,7 +29,7 @@ marks = [("start", time.process_time())]
 def mark(name): marks.append((name, time.process_time()))
 import numpy; mark("numpy")
 import pydantic, yaml; mark("pydantic + PyYAML")
-import pulp; mark("pulp (and highspy)")
+import highspy; mark("highspy (pulp before session 28)")
 from planner.inputs.catalog import load_catalog
 from planner.inputs.platforms import is_platform
 from planner.inputs.scenarios import load_scenario
