@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_dominance import _pooled as pooled_problem
 
 from planner.fleet import matrix, steady
 from planner.fleet.scaled import to_arrays
@@ -19,31 +20,15 @@ OPTIONS = SolverOptions()
 
 
 def _pooled(seed: int) -> FleetProblem:
-    """Aggregated replicas and prefill/decode pools on three GPU types, scale-up and scale-out
-    balance groups, two classes (one without a TTFT bound), inventory, a GPU cap, a replica
-    floor and a budget drawn at random."""
-    rng = np.random.default_rng(seed)
-    n = 10
-    role = tuple(rng.choice(["aggregated", "prefill", "decode"], n))
-    gpu = tuple(rng.choice(["a", "b", "c"], n))
-    cost = rng.choice([1.5, 2.25, 3.0, 4.4, 6.0], n)
-    cap = (cost[:, None] * rng.choice([0.5, 1.0, 1.7], (n, 2))).round(2)
-    cap[rng.random((n, 2)) < 0.25] = 0.0
-    up = rng.random(n) < 0.4
-    return FleetProblem(
-        gpu=gpu,
-        tp=tuple(int(t) for t in rng.choice([1, 2, 8], n)),
-        cost_per_hour=cost,
-        capacity=cap,
-        demand=rng.uniform(0.5, 30.0, 2).round(3),
-        inventory={"a": int(rng.integers(4, 40))} if rng.random() < 0.5 else {},
+    """test_dominance's pooled problems (aggregated replicas and prefill/decode pools on three
+    GPU types, scale-up and scale-out balance groups, inventory, a replica floor), with a GPU
+    cap and a budget drawn at random too."""
+    rng = np.random.default_rng(seed + 1)
+    problem = pooled_problem(seed)
+    return replace(
+        problem,
         max_gpus=int(rng.integers(20, 200)) if rng.random() < 0.3 else None,
         budget_per_hour=float(rng.uniform(50, 500)) if rng.random() < 0.3 else None,
-        min_replicas=int(rng.integers(0, 3)),
-        role=role,
-        ttft_part_ms=rng.choice([50.0, 200.0, 400.0, 700.0], (n, 2)),
-        ttft_sla_ms=np.array([1000.0, rng.choice([800.0, np.inf])]),
-        kv_group=tuple(g if u else "" for g, u in zip(gpu, up, strict=True)),
     )
 
 
