@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.fleet.matrix import loads_in_use
 from planner.fleet.solver import Model, SolverOptions, solve
 from planner.fleet.steady import FleetProblem
 
@@ -21,12 +22,7 @@ def balance_load(
     busiest candidate's utilisation, then one load per (chosen candidate, class it carries),
     in the order PuLP sorted their names (x_load_c<c>_w<w>) when it built this LP."""
     n_classes = problem.capacity.shape[1]
-    load_c, load_w = np.nonzero(problem.capacity > 0)
-    chosen = replicas[load_c] > 0
-    load_c, load_w = load_c[chosen], load_w[chosen]
-    names = [f"x_load_c{c}_w{w}" for c, w in zip(load_c, load_w, strict=True)]
-    order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
-    load_c, load_w = load_c[order], load_w[order]
+    load_c, load_w = loads_in_use(problem.capacity, replicas)
     n_loads = len(load_c)
     demand = problem.demand.astype(float)
     tie = TIE_BREAK * (load_c * n_classes + load_w + 1) / np.maximum(demand[load_w], 1e-9)

@@ -83,7 +83,5 @@ def _least_cost(problem: FleetProblem, options: SolverOptions, integer: bool) ->
     (without HiGHS's sub-MIPs and restarts: small) or as its LP relaxation."""
     kept = problem.restricted(dominance.undominated(problem))
     built = build_model(kept, integer=integer)
-    model = built.model
-    cost = np.zeros(model.n_cols)
-    cost[built.replica_cols] = kept.cost_per_hour
-    return solve(replace(model, cost=cost, sub_mips=False, restarts=False), options)
+    model = replace(built.model, cost=built.cost_only(kept), sub_mips=False, restarts=False)
+    return solve(model, options)

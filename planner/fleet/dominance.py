@@ -38,7 +38,7 @@ MAX_COPIES = 64  # a replacement by more copies than this is not looked for (k i
 
 def supported(problem: FleetProblem) -> bool:
     """Whether the exchange argument holds: no rows that name particular candidates."""
-    return not (problem.redundancy or problem.same_vendor or problem.min_replicas_per_service)
+    return not problem.names_candidates
 
 
 BLOCK = 256  # candidates a at a time against every b: n x BLOCK x classes x buckets in memory

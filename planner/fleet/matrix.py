@@ -20,9 +20,21 @@ from planner.fleet.solver import Model
 from planner.fleet.steady import TIE_BREAK_PER_GPU, FleetProblem, replica_bounds
 
 
-def supported(problem: FleetProblem) -> bool:
-    """Whether every row of the problem's model is one this module builds."""
-    return not (problem.redundancy or problem.same_vendor or problem.min_replicas_per_service)
+def name_order(names: list[str]) -> np.ndarray:
+    """Positions of `names` in the order PuLP sorted its variables (by name): the column order
+    its models were solved in, so equal-cost ties fall as they did."""
+    return np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
+
+
+def loads_in_use(capacity: np.ndarray, replicas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate and class of every load a fleet may carry (a class the candidate serves, on a
+    candidate it runs), in PuLP's order of their names (x_..._c<c>_w<w>): the columns of the
+    load balancer's and the failover LPs."""
+    load_c, load_w = np.nonzero(capacity > 0)
+    kept = replicas[load_c] > 0
+    load_c, load_w = load_c[kept], load_w[kept]
+    order = name_order([f"c{c}_w{w}" for c, w in zip(load_c, load_w, strict=True)])
+    return load_c[order], load_w[order]
 
 
 @dataclass(frozen=True)
@@ -44,7 +56,13 @@ class FleetModel:
 
     def replicas(self, values: np.ndarray) -> np.ndarray:
         """Replicas per candidate in a solved point (rounded to whole replicas)."""
-        return np.array([int(round(v)) for v in values[self.replica_cols]], dtype=np.int64)
+        return np.rint(values[self.replica_cols]).astype(np.int64)
+
+    def cost_only(self, problem: FleetProblem) -> np.ndarray:
+        """The objective without the per-GPU tie-break, for MIPs that ask the cost alone."""
+        cost = np.zeros(self.model.n_cols)
+        cost[self.replica_cols] = problem.cost_per_hour
+        return cost
 
     def carried(self, values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
         """Candidates x classes load in a solved point, pool buckets summed in the order
@@ -82,9 +100,9 @@ def build_model(problem: FleetProblem, integer: bool = True) -> FleetModel:
     numbered replicas, aggregated loads, pool loads, then renumbered by name as PuLP orders
     them."""
     n = problem.n_candidates
-    aggregated = disagg.roles_of(problem) == "aggregated"
+    role = disagg.roles_of(problem)
     load_c, load_w = np.nonzero(problem.capacity > 0)
-    agg = aggregated[load_c]
+    agg = role[load_c] == "aggregated"
     load_c, load_w = load_c[agg], load_w[agg]
     pool_c, pool_w, pool_k = disagg.pool_index(problem)
     n_load, n_pool = len(load_c), len(pool_c)
@@ -95,14 +113,13 @@ def build_model(problem: FleetProblem, integer: bool = True) -> FleetModel:
         *(f"x_load_c{c}_w{w}" for c, w in zip(load_c, load_w, strict=True)),
         *(f"x_load_c{c}_w{w}_k{k}" for c, w, k in zip(pool_c, pool_w, pool_k, strict=True)),
     ]
-    order = sorted(range(len(names)), key=names.__getitem__)
     column = np.empty(len(names), dtype=np.int64)
-    column[order] = np.arange(len(names))
+    column[name_order(names)] = np.arange(len(names))
 
     cost = problem.cost_per_hour.astype(float)
     tp = np.asarray(problem.tp, dtype=np.int64)
     rows = _Rows()
-    prefill = disagg.roles_of(problem)[pool_c] == "prefill"
+    prefill = role[pool_c] == "prefill"
     demand_rows = []
     for w, demand in enumerate(problem.demand):
         served = np.concatenate([load_var[load_w == w], pool_var[(pool_w == w) & prefill]])

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.errors import SolverError
+from planner.fleet.matrix import loads_in_use
 from planner.fleet.solver import Model, SolverOptions, solve
 from planner.fleet.steady import FleetProblem, _replica_bound
 
@@ -124,12 +125,7 @@ def _routable_scale(problem: FleetProblem, replicas: np.ndarray, options: Solver
     names (x_c<c>_w<w>) when it built this LP; rows: each class's loads = demand x t, then
     each candidate's loads over its capacities <= its replicas."""
     mu = problem.capacity
-    load_c, load_w = np.nonzero(mu > 0)
-    kept = replicas[load_c] > 0
-    load_c, load_w = load_c[kept], load_w[kept]
-    names = [f"x_c{c}_w{w}" for c, w in zip(load_c, load_w, strict=True)]
-    order = np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
-    load_c, load_w = load_c[order], load_w[order]
+    load_c, load_w = loads_in_use(mu, replicas)
     n_classes, n_loads = len(problem.demand), len(load_c)
     used = np.flatnonzero(replicas)
     columns = 1 + np.arange(n_loads)

@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.errors import SolverError
 from planner.fleet.matrix import build_model
 from planner.fleet.solver import Model, SolverOptions, solve
-from planner.fleet.steady import FleetProblem
+from planner.fleet.steady import FleetProblem, solved_point
 
 if TYPE_CHECKING:
     import pulp
@@ -32,7 +31,7 @@ REACH_CAP = 1e9  # a fixed fleet's largest scale is sought below this (no demand
 
 def supported(problem: FleetProblem, options: SolverOptions) -> bool:
     """Whether only the demand rows and replica bounds change with the scale."""
-    plain = not (problem.redundancy or problem.same_vendor or problem.min_replicas_per_service)
+    plain = not problem.names_candidates
     return plain and options.backend == "highs" and problem.n_candidates > 0
 
 
@@ -62,8 +61,7 @@ class ScaledFleet:
         # issue 16: the break-even asks the cost alone, so the MIP goes without the per-GPU
         # tie-break (whose 1e-6 terms hide the prices' granularity from HiGHS: rag's H100
         # plan, 33 nodes with it and 1 without)
-        self.cost_only = np.zeros(self.model.n_cols)
-        self.cost_only[self.replica_cols] = problem.cost_per_hour
+        self.cost_only = built.cost_only(problem)
 
     def _demand_bounds(self, demand: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
         """The model's row bounds (copies) with each demand row fixed at `demand`."""
@@ -98,16 +96,11 @@ class ScaledFleet:
             restarts=False,
         )
         outcome = solve(model, self.options)
-        n = self.problem.n_candidates
-        if outcome.status == "infeasible":
+        values = solved_point(outcome, self.options)
+        if values is None:
+            n = self.problem.n_candidates
             return ScaledSolution("infeasible", np.zeros(n, dtype=np.int64), math.inf)
-        if outcome.status == "none" or outcome.values is None:
-            raise SolverError(
-                f"the {self.options.backend} solver stopped after "
-                f"{self.options.time_limit_s:g} s without any feasible fleet; raise "
-                "solver.time_limit_s or narrow the search"
-            )
-        chosen = np.rint(outcome.values[self.replica_cols]).astype(np.int64)
+        chosen = np.rint(values[self.replica_cols]).astype(np.int64)
         cost = float(np.dot(self.problem.cost_per_hour, chosen))
         return ScaledSolution(outcome.status, chosen, cost)
 

@@ -65,6 +65,13 @@ class FleetProblem:
     def n_candidates(self) -> int:
         return len(self.gpu)
 
+    @property
+    def names_candidates(self) -> bool:
+        """Whether the MIP has rows that name particular candidates (n+k failover, one vendor,
+        per-service floors: `fleet/redundancy.py`); the array model, the dominance pruning and
+        the scaled break-even model all need a problem without them."""
+        return bool(self.redundancy or self.same_vendor or self.min_replicas_per_service)
+
     def restricted(self, keep: np.ndarray) -> FleetProblem:
         """The same problem over a subset of candidates."""
         idx = np.flatnonzero(keep)
@@ -183,7 +190,7 @@ def build_lp(
         lp += pulp.lpSum(used_by[c]) <= replicas[c], f"capacity_{c}"
     disagg.add_balance(lp, problem, pools)
     _add_fleet_limits(lp, problem, replicas, cost, gpus)
-    if problem.redundancy or problem.same_vendor or problem.min_replicas_per_service:
+    if problem.names_candidates:
         from planner.fleet.redundancy import add_redundancy
 
         add_redundancy(lp, problem, replicas, integer)
@@ -209,9 +216,7 @@ def _add_fleet_limits(lp: pulp.LpProblem, problem: FleetProblem, replicas: list,
 
 def arrays_apply(problem: FleetProblem, options: SolverOptions) -> bool:
     """Whether the fleet MIP goes to HiGHS as arrays (`fleet/matrix.py`) rather than PuLP."""
-    from planner.fleet import matrix
-
-    return options.backend == "highs" and matrix.supported(problem)
+    return options.backend == "highs" and not problem.names_candidates
 
 
 def lp_lower_bound(problem: FleetProblem, options: SolverOptions) -> float:
@@ -220,7 +225,7 @@ def lp_lower_bound(problem: FleetProblem, options: SolverOptions) -> float:
         from planner.fleet.matrix import build_model
 
         built = build_model(problem, integer=False)
-        relaxed = solve(replace(built.model, feasibility_jump=True), options)
+        relaxed = solve(built.model, options)
         if relaxed.status != "optimal" or relaxed.values is None:
             return math.inf
         return float(built.model.cost @ relaxed.values)
@@ -254,10 +259,7 @@ def solve_fleet(
     if outcome.status == "infeasible":
         return replace(infeasible, solve_seconds=outcome.seconds)
     if outcome.status == "none":
-        raise SolverError(
-            f"the {options.backend} solver stopped after {options.time_limit_s:g} s without "
-            "any feasible fleet; raise solver.time_limit_s or narrow the search"
-        )
+        raise no_fleet_found(options)
     chosen = np.array([int(round(value(v))) for v in replicas], dtype=np.int64)
     carried = no_load.copy()
     for (c, w), v in load.items():
@@ -279,7 +281,7 @@ def _solve_arrays(
 
     built = build_model(problem)
     outcome = solve(replace(built.model, feasibility_jump=True), options)
-    values = _solved_values(outcome, options)
+    values = solved_point(outcome, options)
     if values is None:
         return replace(infeasible, solve_seconds=outcome.seconds)
     chosen = built.replicas(values)
@@ -291,13 +293,19 @@ def _solve_arrays(
     )
 
 
-def _solved_values(outcome: Outcome, options: SolverOptions) -> np.ndarray | None:
-    """The solved point, None where the MIP is infeasible; no point at all is an error."""
+def solved_point(outcome: Outcome, options: SolverOptions) -> np.ndarray | None:
+    """An array fleet model's solved point, None where the MIP is infeasible; no point at all
+    is an error."""
     if outcome.status == "infeasible":
         return None
     if outcome.status == "none" or outcome.values is None:
-        raise SolverError(
-            f"the {options.backend} solver stopped after {options.time_limit_s:g} s without "
-            "any feasible fleet; raise solver.time_limit_s or narrow the search"
-        )
+        raise no_fleet_found(options)
     return outcome.values
+
+
+def no_fleet_found(options: SolverOptions) -> SolverError:
+    """The error of a fleet MIP the solver's limit stopped before any feasible fleet."""
+    return SolverError(
+        f"the {options.backend} solver stopped after {options.time_limit_s:g} s without "
+        "any feasible fleet; raise solver.time_limit_s or narrow the search"
+    )
