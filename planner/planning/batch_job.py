@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import InfeasibleError, InputError
 from planner.fleet.capacity import JobProblem, JobSolution, ScaleProblem, cheapest_job, max_scale
@@ -23,8 +22,7 @@ from planner.fleet.steady import FleetProblem
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import gpu_price
 from planner.perf.candidates import Price
-from planner.perf.table import values
-from planner.planning.diagnose import explain_infeasible
+from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import chosen, key_fields
@@ -120,11 +118,12 @@ def job_prices(scenario: Scenario, catalog: Catalog, job: Job) -> dict[str, Pric
     return out
 
 
-def saturated(rows: pd.DataFrame, tpot_ms: float | None, ttft_ms: float | None) -> pd.DataFrame:
+def saturated(rows: Table, tpot_ms: float | None, ttft_ms: float | None) -> Table:
     """Rows as a batch job runs them: capacity is the full serving rate, TTFT the unloaded
     one (the wait is the job's own backlog); the verdict is redone on those figures."""
     out = rows.assign(
-        capacity_requests_per_s=rows["requests_per_s"], ttft_ms=rows["ttft_unloaded_ms"]
+        capacity_requests_per_s=values(rows, "requests_per_s"),
+        ttft_ms=values(rows, "ttft_unloaded_ms"),
     )
     why = sla_verdicts(out, tpot_ms, ttft_ms)
     return out.assign(why_not=why, sla_ok=why == "")
@@ -154,13 +153,17 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     (cls,) = request_classes(scenario)
     check_context(model, cls.input_tokens, cls.output_tokens, "workload.job: ")
     prices = job_prices(scenario, catalog, job)
-    rows, rejected = candidate_frames(*evaluate_classes(scenario, catalog, model, (cls,), prices))
+    # Tables, not DataFrames (issue 16: no pandas unless no candidate serves the job)
+    rows, rejected = evaluate_classes(scenario, catalog, model, (cls,), prices)
     rows = saturated(rows, cls.tpot_ms, cls.ttft_ms) if not rows.empty else rows
-    offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], [cls.name]))
+    offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], [cls.name]))
     if len(offered) == 0:
+        from planner.planning.diagnose import explain_infeasible
+
         empty = FleetProblem((), (), np.zeros(0), np.zeros((0, 1)), np.zeros(0))
         gpus = allowed_gpus(scenario, catalog)
-        explain_infeasible(scenario, model, (cls,), rows, rejected, empty, gpus, prices)
+        frame, rejected_frame = candidate_frames(rows, rejected)
+        explain_infeasible(scenario, model, (cls,), frame, rejected_frame, empty, gpus, prices)
     problem = job_problem(scenario, offered, job)
     options = SolverOptions.of(scenario.solver)
     solution = cheapest_job(problem, options)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import InfeasibleError, InputError, unknown_name_message
 from planner.fleet.capacity import ScaleProblem, ScaleSolution, max_scale
@@ -28,7 +28,7 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import gpu_price
 from planner.perf.candidates import Price
 from planner.perf.evaluate import ttft_ms_at
-from planner.planning.diagnose import explain_infeasible
+from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
@@ -118,9 +118,11 @@ def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
 
 def evaluated(
     scenario: Scenario, catalog: Catalog
-) -> tuple[Model, tuple[RequestClassPlan, ...], pd.DataFrame, pd.DataFrame, dict[str, Price]]:
+) -> tuple[Model, tuple[RequestClassPlan, ...], Table, Table, dict[str, Price]]:
     """The model, classes, every fleet candidate judged per class (memory and SLA only: every
-    fleet GPU gets a stub price, as an owned fleet needs none), rejects, catalog prices."""
+    fleet GPU gets a stub price, as an owned fleet needs none), rejects, catalog prices; the
+    tables as `evaluate_classes` gives them (no pandas: issue 16, pandas was 0.3 of 0.8 CPU s
+    of `planner capacity`)."""
     fleet = _fleet_gpus(scenario, catalog)
     model = catalog.model(scenario.model)
     classes = request_classes(scenario)
@@ -131,7 +133,7 @@ def evaluated(
     )
     listed = {g: p for g in fleet if (p := gpu_price(catalog.gpus[g], scenario.hardware.pricing))}
     stub = {g: NO_PRICE for g in fleet}
-    rows, rejected = candidate_frames(*evaluate_classes(own, catalog, model, classes, stub))
+    rows, rejected = evaluate_classes(own, catalog, model, classes, stub)
     return model, classes, rows, rejected, listed
 
 
@@ -154,7 +156,10 @@ def scale_problem(
 
 def _no_candidate(scenario, model, classes, rows, rejected, gpus) -> None:
     """Raise the planner's own diagnosis (memory, then each class's SLA) when no candidate
-    carries some class."""
+    carries some class (written in pandas: loaded on this path only)."""
+    from planner.planning.diagnose import explain_infeasible
+
+    rows, rejected = candidate_frames(rows, rejected)
     stub_problem = FleetProblem((), (), np.zeros(0), np.zeros((0, len(classes))), np.zeros(0))
     explain_infeasible(
         scenario, model, classes, rows, rejected, stub_problem, gpus, {"-": NO_PRICE}
@@ -172,7 +177,7 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
         )
     model, classes, rows, rejected, listed = evaluated(scenario, catalog)
     names = [c.name for c in classes]
-    offered = prune_dominated(offered_capacity(rows[rows["sla_ok"].to_numpy()], names))
+    offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], names))
     gpus = [catalog.gpus[g] for g in scenario.hardware.fleet]
     if len(offered) == 0 or not (offered.capacity > 0).any(axis=0).all():
         _no_candidate(scenario, model, classes, rows, rejected, gpus)
@@ -234,37 +239,42 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
 def _lines(rows, offered, problem, solution, classes):
     names = [c.name for c in classes]
     for i, key, n in chosen(solution.replicas, offered.keys):
-        own = candidate_rows(rows, key).set_index("class")
+        own = candidate_rows(rows, key)
+        row_of = {str(w): j for j, w in enumerate(values(own, "class").tolist())}
+        tpot, ttft = values(own, "tpot_ms", float), values(own, "ttft_ms", float)
         load = {w: float(solution.load[i, j]) for j, w in enumerate(names)}
         caps = problem.capacity[i]
         busy = sum(load[w] / caps[j] for j, w in enumerate(names) if caps[j] > 0) / n
-        served = [w for w in names if load[w] > 1e-12] or [w for w in names if w in own.index]
+        served = [w for w in names if load[w] > 1e-12] or [w for w in names if w in row_of]
         yield CapacityLine(
             **key_fields(key, n),
             **layout_fields(key),
             load_by_class=load,
             utilisation=min(busy, 1.0),
-            tpot_ms_by_class={w: float(own.loc[w, "tpot_ms"]) for w in served},
-            ttft_ms_by_class={w: float(own.loc[w, "ttft_ms"]) for w in served},
+            tpot_ms_by_class={w: float(tpot[row_of[w]]) for w in served},
+            ttft_ms_by_class={w: float(ttft[row_of[w]]) for w in served},
             batch_limit=_batch_limit(rows, key, served),
         )
 
 
-def _batch_limit(rows: pd.DataFrame, key: pd.Series, served: list[str]) -> str:
+def _batch_limit(rows: Table, key: dict[str, Any], served: list[str]) -> str:
     """Why the next larger batch of the same (gpu, tp, quant, kv) is not used: the reason it
     fails a served class (TPOT, TTFT, memory), or the end of the batch grid."""
     same = np.ones(len(rows), dtype=bool)
     for k in ("gpu", "tp", "quant", "kv_dtype"):
-        same &= (rows[k] == key[k]).to_numpy()
-    bigger = rows[same & (rows["batch"] > key["batch"]).to_numpy()]
-    if bigger.empty:
+        same &= values(rows, k) == key[k]
+    batch = values(rows, "batch")
+    bigger = same & (batch > key["batch"])
+    if not bigger.any():
         return f"batch {int(key['batch'])} is the largest searched (search.batch_max)"
-    nxt = bigger[bigger["batch"] == bigger["batch"].min()]
+    step = int(batch[bigger].min())
+    nxt = bigger & (batch == step)
+    cls, why = values(rows, "class"), values(rows, "why_not")
     for w in served:
-        why = nxt.loc[nxt["class"] == w, "why_not"]
-        if len(why) and why.iloc[0]:
-            return f"batch {int(nxt['batch'].iloc[0])} ({w}): {why.iloc[0]}"
-    return f"batch {int(nxt['batch'].iloc[0])} meets the SLA but carries no more at this mix"
+        found = why[nxt & (cls == w)]
+        if len(found) and found[0]:
+            return f"batch {step} ({w}): {found[0]}"
+    return f"batch {step} meets the SLA but carries no more at this mix"
 
 
 def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> list[str]:
@@ -286,7 +296,7 @@ def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> lis
 
 
 # ---- the reverse question: the latency each class sees at a given rate ----------------------
-def at_rate(result: Capacity, rows: pd.DataFrame, rate: float) -> Capacity:
+def at_rate(result: Capacity, rows: Table, rate: float) -> Capacity:
     """The same deployments carrying `rate` in the same proportions: each replica's utilisation
     falls by rate / max; TTFT is re-queued at that utilisation. TPOT is the configured batch's
     (an upper bound: at lower load fewer sequences share a step)."""
@@ -302,14 +312,14 @@ def at_rate(result: Capacity, rows: pd.DataFrame, rate: float) -> Capacity:
     worst: dict[str, tuple[float, float]] = {}
     for line in result.deployments:
         u = result.utilisation * line.utilisation * rate / top
-        own = candidate_rows(rows, pd.Series({k: getattr(line, k) for k in CANDIDATE_KEY}))
+        own = candidate_rows(rows, {k: getattr(line, k) for k in CANDIDATE_KEY})
         for cls in result.classes:
             if line.load_by_class.get(cls.name, 0.0) <= 1e-12:
                 continue
-            r = own[own["class"] == cls.name]
-            r = r.assign(capacity_requests_per_s=u * r["requests_per_s"])
+            r = own[values(own, "class") == cls.name]
+            r = r.assign(capacity_requests_per_s=u * values(r, "requests_per_s", float))
             ttft = float(ttft_ms_at(r, u, cls.statistic)[0])
-            tpot = float(r["tpot_ms"].iloc[0])
+            tpot = float(values(r, "tpot_ms", float)[0])
             old = worst.get(cls.name, (0.0, 0.0))
             worst[cls.name] = (max(old[0], tpot), max(old[1], ttft))
     seen = tuple(
