@@ -54,6 +54,7 @@ def run(
     kv=(),
     catalog=None,
     utilisation=0.8,
+    engine="vllm",
 ):
     spec = GridSpec(
         gpus=gpus,
@@ -64,7 +65,7 @@ def run(
         kv_dtypes=list(kv),
         prices={g.id: Price(2.0, "test") for g in gpus},
     )
-    grid, rejected = build_grid(model, spec, catalog.engine("vllm") if catalog else None, ideal)
+    grid, rejected = build_grid(model, spec, catalog.engine(engine) if catalog else None, ideal)
     assert not grid.empty, rejected
     return evaluate(model, grid, utilisation)
 
@@ -164,6 +165,22 @@ def test_memory_fit_llama_70b_bf16(catalog):
         assert bool(row.fits) is fits
     row = run(model, [gpu], bf16, tp=4, catalog=catalog).iloc[0]
     assert row.memory_usable_gb == pytest.approx(0.9 * 81559 * 2**20 / 1e9)
+    # weights beyond the budget leave no pool: usable is still vLLM's 0.9 of the card, not
+    # the weights plus a clipped pool (tp 1 read 145 GB usable on an 85.5 GB card)
+    row = run(model, [gpu], bf16, tp=1, catalog=catalog).iloc[0]
+    assert row.memory_usable_gb == pytest.approx(0.9 * 81559 * 2**20 / 1e9)
+
+
+def test_usable_memory_never_exceeds_the_card(catalog):
+    """Llama-3.1-405B fp8 (410 GB of weights) on one 24 GB RTX 4090, for every engine's way
+    of sizing its pool: the usable memory is at most the card, so the out-of-memory message
+    compares what is needed with what the card offers."""
+    model, gpu = catalog.model("llama-3.1-405b"), catalog.gpu("rtx-4090")
+    for engine in ("vllm", "sglang", "trtllm"):
+        row = run(model, [gpu], [catalog.quant("fp8")], catalog=catalog, engine=engine).iloc[0]
+        assert not row.fits
+        assert 0.0 < row.memory_usable_gb <= 24.0
+        assert row.memory_per_gpu_gb > 400.0
 
 
 def test_kv_pool_per_engine_budget(catalog):

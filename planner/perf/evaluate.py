@@ -220,7 +220,11 @@ def _memory(model: Model, df: Frame, out: dict) -> None:
     pool = kv_pool_bytes(df, weights + draft_w, workspace, reserve) - prefix
     per_seq = kv_seq + draft_seq + model.vocab_size * mem.LOGIT_BYTES / tp
     total = weights + draft_w + prefix + rank_batch * (kv_seq + draft_seq) + act + reserve
-    usable = weights + draft_w + prefix + workspace + reserve + np.maximum(pool, 0.0)
+    # the engine's budget; where the weights leave no pool it is that budget (at most the
+    # card), not the weights plus a clipped pool (a 405B model on a 24 GB card read
+    # "410.8 GB usable")
+    usable = weights + draft_w + prefix + workspace + reserve + pool
+    usable = np.where(pool >= 0.0, usable, np.clip(usable, 0.0, _col(df, "memory_bytes")))
     out.update(
         weights_per_gpu_gb=weights / GB,
         kv_cache_per_gpu_gb=rank_batch * kv_seq / GB,
