@@ -76,20 +76,45 @@ def short_name(name: Any, limit: int = SHORT_VALUE) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def close_match(name: str, choices: Iterable[str]) -> str | None:
-    """The closest known name to a misspelt one, or None (none for absurdly long names)."""
+_MAX_HINTS = 3  # names a message suggests at most
+
+
+def _folded(name: str) -> str:
+    """A name without case or separators: 'H100_SXM' and 'h100-sxm' read alike."""
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def close_matches(name: str, choices: Iterable[str]) -> list[str]:
+    """Known names a misspelt or shortened one may mean, best first ([] for none, or for
+    absurdly long names): the one that differs only in case or separators; else the few
+    that begin with it ('h100' -> h100-nvl, h100-pcie, h100-sxm; difflib alone says h200);
+    else the closest by difflib."""
     if not isinstance(name, str) or len(name) > _MATCH_LONGEST:
-        return None
-    found = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+        return []
+    choices = sorted(choices)
+    key = _folded(name)
+    same = [c for c in choices if _folded(c) == key]
+    if same:
+        return same[:1]
+    longer = [c for c in choices if key and _folded(c).startswith(key)]
+    if 0 < len(longer) <= _MAX_HINTS:
+        return longer
+    return difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
+
+
+def close_match(name: str, choices: Iterable[str]) -> str | None:
+    """The closest known name to a misspelt one, or None (`close_matches`' first)."""
+    found = close_matches(name, choices)
     return found[0] if found else None
 
 
 def unknown_name_message(kind: str, name: str, choices: Iterable[str]) -> str:
-    """One sentence for an unknown id: what was given, a close match, what is allowed."""
+    """One sentence for an unknown id: what was given, close matches, what is allowed."""
     choices = sorted(choices)
-    hint = close_match(name, choices)
+    hints = [f"'{h}'" for h in close_matches(name, choices)]
     msg = f"unknown {kind} '{short_name(name)}'"
-    if hint:
-        msg += f" (did you mean '{hint}'?)"
+    if hints:
+        either = hints[0] if len(hints) == 1 else ", ".join(hints[:-1]) + f" or {hints[-1]}"
+        msg += f" (did you mean {either}?)"
     shown = ", ".join(choices[:40]) + (" ..." if len(choices) > 40 else "")
     return f"{msg}; known: {shown}"

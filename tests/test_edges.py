@@ -109,6 +109,29 @@ def test_messages_never_render_a_value_whole():
     assert len(message) < 200
 
 
+GPUS = ["a100-80gb", "h100-nvl", "h100-pcie", "h100-sxm", "h200", "mi300x"]
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        # a shortened id: every id it begins (difflib alone picked h200 for 'h100')
+        ("h100", "(did you mean 'h100-nvl', 'h100-pcie' or 'h100-sxm'?)"),
+        ("mi300", "(did you mean 'mi300x'?)"),
+        ("H100_SXM", "(did you mean 'h100-sxm'?)"),  # case and separators only
+        ("h100-smx", "(did you mean 'h100-sxm'?)"),  # a misspelling: difflib's closest
+        ("h20", "(did you mean 'h200'?)"),
+    ],
+)
+def test_an_unknown_id_suggests_what_the_user_likely_meant(given, hint):
+    assert hint in unknown_name_message("GPU", given, GPUS)
+
+
+def test_no_suggestion_for_an_id_like_nothing_known():
+    message = unknown_name_message("GPU", "tpu-v5e", GPUS)
+    assert "did you mean" not in message and "known: a100-80gb" in message
+
+
 # ---- writing ------------------------------------------------------------------------------------
 
 
