@@ -68,11 +68,12 @@ SINGLE_PERIOD = sorted(
 )
 
 
-@pytest.mark.parametrize("name", SINGLE_PERIOD)
-def test_solve_without_export_loads_only_what_it_uses(name):
+def _cli_run(*argv: str) -> tuple[str, set[str]]:
+    """`planner ARGV` in a fresh interpreter at the repository's root: its stdout (before
+    the module list) and every module it loaded, whatever it exited with."""
     code = (
         "import sys, planner.cli\n"
-        f"sys.argv = ['planner', 'solve', 'scenarios/{name}', '--no-export']\n"
+        f"sys.argv = ['planner', *{list(argv)!r}]\n"
         "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass\n"
         "import json\n"
         "print(json.dumps(sorted(sys.modules)))"
@@ -80,7 +81,13 @@ def test_solve_without_export_loads_only_what_it_uses(name):
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
-    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    *shown, modules = out.stdout.strip().splitlines()
+    return "\n".join(shown), set(json.loads(modules))
+
+
+@pytest.mark.parametrize("name", SINGLE_PERIOD)
+def test_solve_without_export_loads_only_what_it_uses(name):
+    _, modules = _cli_run("solve", f"scenarios/{name}", "--no-export")
     assert "planner.planning.pipeline" in modules  # it did plan
     assert [m for m in NOT_FOR_SOLVE if m in modules] == []
 
@@ -127,18 +134,7 @@ def test_a_single_period_workbook_does_not_load_the_plan_over_time(tmp_path, nam
     single-period workbook leaves that solver unimported, and pandas with it: the Candidates
     and Charts sheets read the plan's Table (issue 16; pandas was 0.19 CPU s of an export)."""
     book = tmp_path / "plan.xlsx"
-    code = (
-        "import sys, planner.cli\n"
-        f"sys.argv = ['planner', 'solve', 'scenarios/{name}', '-o', {str(book)!r}]\n"
-        "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass\n"
-        "import json\n"
-        "print(json.dumps(sorted(sys.modules)))"
-    )
-    root = Path(__file__).resolve().parent.parent
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root
-    )
-    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    _, modules = _cli_run("solve", f"scenarios/{name}", "-o", str(book))
     assert book.is_file() and "planner.render.xlsx.workbook" in modules  # it did write
     assert "planner.fleet.overtime" not in modules
     assert "pandas" not in modules
@@ -148,17 +144,11 @@ def test_a_single_period_workbook_does_not_load_the_plan_over_time(tmp_path, nam
 def test_estimate_loads_no_pandas():
     """`planner estimate` evaluates its one row on the Table and renders a dict (issue 16:
     pandas was a third of the command); its JSON and text are the same as before."""
-    code = (
-        "import sys, planner.cli\n"
-        "sys.argv = ['planner', 'estimate', '--model', 'llama-3.3-70b', '--gpu', 'h100-sxm',\n"
-        "    '--tp', '2', '--quant', 'fp8', '--concurrency', '25', '--json']\n"
-        "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass\n"
-        "import json\n"
-        "print(json.dumps(sorted(sys.modules)))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert '"ttft_ms"' in out.stdout  # it did estimate
-    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    shown, modules = _cli_run(
+        "estimate", "--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "2",
+        "--quant", "fp8", "--concurrency", "25", "--json",
+    )  # fmt: skip
+    assert '"ttft_ms"' in shown  # it did estimate
     assert "planner.planning.estimate" in modules and "pandas" not in modules
 
 
@@ -173,16 +163,6 @@ def test_capacity_and_job_load_no_pandas(argv):
     """`planner capacity` and `planner job` judge the candidates on the Table, as `solve`
     does (issue 16: pandas was 0.3 of their 0.7 CPU s); only a scenario no candidate serves
     loads it, for the diagnosis."""
-    code = (
-        "import sys, planner.cli\n"
-        f"sys.argv = ['planner', *{argv!r}]\n"
-        "try:\n    planner.cli.main()\nexcept SystemExit:\n    pass\n"
-        "import json\n"
-        "print(json.dumps(sorted(sys.modules)))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert "replicas" in out.stdout  # it did answer
-    modules = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    shown, modules = _cli_run(*argv)
+    assert "replicas" in shown  # it did answer
     assert "planner.planning.pipeline" in modules and "pandas" not in modules
