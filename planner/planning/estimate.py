@@ -21,7 +21,8 @@ from planner.perf.candidates import (
     default_kv_dtype,
 )
 from planner.perf.evaluate import evaluate_table
-from planner.perf.table import Table
+from planner.perf.table import Table, values
+from planner.perf.wave import first_round_ms
 from planner.schema import limits
 from planner.schema.bounded import Range
 from planner.schema.hardware import Gpu
@@ -260,21 +261,19 @@ def _first_round(req: EstimateRequest, catalog: Catalog, row: Row, b: int, slot_
 
     `vllm bench serve --max-concurrency C --num-prompts N` (and AIPerf, SGLang
     bench_serving) starts its C clients together: their first prompts reach an idle replica
-    as one wave of b (`calibration.prediction.first_round_ms`, the same first round the
-    calibration compares the aic and vLLM closed loops with), each with the per-request
+    as one wave of b (`perf.wave.first_round_ms`, the same first round the calibration
+    compares the aic and vLLM closed loops with), each with the per-request
     latency, the clients beyond b waiting for a slot; the stagger of that wave's prefills
     spreads the later rounds into the steady state. The benchmark's means mix the two, a
     share f = C / N in the wave: TTFT = S + f (W - S), TPOT likewise; the f (W - S) terms
     are `ttft_first_round_ms` and `tpot_first_round_ms` (0 without --num-prompts)."""
     if req.num_prompts is None or req.concurrency is None:
         return
-    from planner.calibration.prediction import first_round_ms
-
     model, grid = _grid(req, catalog, b)
-    wave = evaluate_table(model, grid, req.utilisation, "none").to_pandas()
-    wave["_mixes_prefill"] = catalog.engine(req.engine).mixes_prefill
-    step = wave["tpot_step_ms"].to_numpy(dtype=float)
-    w_ttft, w_tpot = first_round_ms(model, wave, step, wave["t_decode_rows_ms"].to_numpy(), slot_ms)
+    wave = evaluate_table(model, grid, req.utilisation, "none")
+    wave = wave.assign(_mixes_prefill=catalog.engine(req.engine).mixes_prefill)
+    step = values(wave, "tpot_step_ms", float)
+    w_ttft, w_tpot = first_round_ms(model, wave, step, values(wave, "t_decode_rows_ms"), slot_ms)
     share = req.concurrency / req.num_prompts
     row["num_prompts"] = req.num_prompts
     row["first_round_share"] = share
