@@ -9,6 +9,7 @@ import pytest
 
 from planner.calibration import prediction as pr
 from planner.perf import collectives as co
+from planner.perf import wave
 from planner.perf.candidates import GridSpec, build_grid
 from planner.perf.evaluate import evaluate
 
@@ -98,8 +99,8 @@ def test_closed_loop_benchmark_mixes_wave_and_steady(monkeypatch):
     monkeypatch.setattr(
         pr, "closed_loop_ms", lambda g, c: (np.array([100.0]), np.array([20.0]), None)
     )
-    monkeypatch.setattr(
-        pr, "serving_wave_ms", lambda m, g, s, c, d: (np.array([1000.0]), np.array([30.0]))
+    monkeypatch.setattr(  # the first round's wave (perf/wave.py, shared with estimate)
+        wave, "serving_wave_ms", lambda m, g, s, c, d: (np.array([1000.0]), np.array([30.0]))
     )
     ttft, tpot, thr = pr.closed_loop_benchmark_ms(None, grid, core, np.array([True]))
     assert ttft[0] == pytest.approx(195.0)

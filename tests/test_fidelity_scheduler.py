@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from planner.calibration import prediction as pr
 from planner.calibration.recipes import RECIPES
 from planner.perf import roofline as rf
+from planner.perf import wave
 from planner.perf.candidates import GridSpec, build_grid
 from planner.perf.evaluate import evaluate
 
@@ -152,9 +152,9 @@ def _wave(monkeypatch, mixes: bool, rows_ms: float | None = None) -> tuple[float
             "_mixes_prefill": [mixes],
         }
     )
-    monkeypatch.setattr(pr, "batch_prefill_ms", lambda m, g, b, i, c: np.array([200.0]))
+    monkeypatch.setattr(wave, "batch_prefill_ms", lambda m, g, b, i, c: np.array([200.0]))
     rows = None if rows_ms is None else np.array([rows_ms])
-    ttft, tpot = pr.serving_wave_ms(None, grid, np.array([10.0]), None, rows)
+    ttft, tpot = wave.serving_wave_ms(None, grid, np.array([10.0]), None, rows)
     return float(ttft[0]), float(tpot[0])
 
 
@@ -229,6 +229,6 @@ def test_a_wave_under_the_aic_prefill_budget(monkeypatch, chunk, expect):
             "_mixes_prefill": [True],
         }
     )
-    monkeypatch.setattr(pr, "batch_prefill_ms", lambda m, g, b, i, c: np.array([400.0]))
-    ttft, _ = pr.serving_wave_ms(None, grid, np.array([10.0]), None, None)
+    monkeypatch.setattr(wave, "batch_prefill_ms", lambda m, g, b, i, c: np.array([400.0]))
+    ttft, _ = wave.serving_wave_ms(None, grid, np.array([10.0]), None, None)
     assert float(ttft[0]) == pytest.approx(expect)
