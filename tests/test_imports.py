@@ -92,6 +92,18 @@ def test_solve_without_export_loads_only_what_it_uses(name):
     assert [m for m in NOT_FOR_SOLVE if m in modules] == []
 
 
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in (ROOT / "scenarios").glob("*.yaml") if "\nfinance:" in p.read_text()),
+)
+def test_a_plan_over_time_loads_no_pandas(name):
+    """The plan over time shortlists its candidates on the offered `Table` (issue 16: pandas
+    was 0.2-0.3 of these scenarios' 0.7-1.0 CPU s without the workbook)."""
+    _, modules = _cli_run("solve", f"scenarios/{name}", "--no-export")
+    assert "planner.planning.timeplan" in modules  # it did plan over time
+    assert "pandas" not in modules and "pulp" not in modules
+
+
 def test_the_workbook_writer_loads_no_network_modules(tmp_path):
     """xml.sax.saxutils pulls in urllib.request and ssl (40-60 ms a workbook export); the
     stream writer escapes XML itself (issue 16)."""

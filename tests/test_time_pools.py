@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 
 from planner.inputs.catalog import load_catalog
 from planner.inputs.scenarios import load_scenario
+from planner.perf.table import Table
 from planner.planning.pipeline import plan
 from planner.planning.time_pools import UNIT_ROLE, _best_units
 
@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _keys(roles, cost, gpus):
-    return pd.DataFrame(
-        {"gpu": ["g"] * len(roles), "role": roles, "cost_per_hour_usd": cost,
-         "gpus_per_replica": gpus}
+    """Offered key rows as the plan's `Table` holds them."""
+    return Table(
+        {"gpu": np.array(["g"] * len(roles)), "role": np.array(roles),
+         "cost_per_hour_usd": np.array(cost, float), "gpus_per_replica": np.array(gpus)}
     )  # fmt: skip
 
 

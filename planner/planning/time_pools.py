@@ -18,8 +18,8 @@ different GPU types are not paired over time (the time MIP's candidate is one GP
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
+from planner.perf.table import Table, values
 from planner.planning.plan import Plan
 
 MAX_WORKERS = 2  # small units keep the time MIP's relaxation tight (4 measured no cheaper)
@@ -36,14 +36,15 @@ def _sla(plan: Plan) -> np.ndarray:
     return np.array([np.inf if c.ttft_ms is None else c.ttft_ms for c in plan.classes])
 
 
-def pool_units(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
+def pool_units(plan: Plan) -> tuple[Table, np.ndarray]:
     """The best unit per GPU type and class: offered-style key rows and capacity per class."""
-    keys, cap = plan.offered.key_frame(), plan.offered.capacity
+    keys, cap = plan.offered.keys, plan.offered.capacity
     parts = plan.offered.ttft_ms if plan.offered.ttft_ms is not None else np.zeros(cap.shape)
-    role = keys["role"].astype(str).to_numpy()
+    role = values(keys, "role").astype(str)
+    gpu_of = values(keys, "gpu").astype(str)
     rows, caps = [], []
-    for gpu in sorted(set(keys["gpu"].astype(str))):
-        mine = keys["gpu"].astype(str).to_numpy() == gpu
+    for gpu in sorted(set(gpu_of.tolist())):
+        mine = gpu_of == gpu
         pre, dec = (
             np.flatnonzero(mine & (role == "prefill")),
             np.flatnonzero(mine & (role == "decode")),
@@ -53,14 +54,15 @@ def pool_units(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
                 rows.append(unit[0])
                 caps.append(unit[1])
     if not rows:
-        return keys.iloc[:0], np.zeros((0, cap.shape[1]))
-    return pd.DataFrame(rows).reset_index(drop=True), np.vstack(caps)
+        return keys.take(np.zeros(0, dtype=np.int64)), np.zeros((0, cap.shape[1]))
+    table = Table({name: np.asarray([r[name] for r in rows]) for name in keys.columns})
+    return table, np.vstack(caps)
 
 
 def _best_units(keys, cap, parts, sla, pre, dec):
     """Per class, the most cost-efficient (prefill row, decode row, n_p, n_d) of one GPU type."""
-    cost = keys["cost_per_hour_usd"].to_numpy(float)
-    gpus = keys["gpus_per_replica"].to_numpy(int)
+    cost = values(keys, "cost_per_hour_usd", float)
+    gpus = values(keys, "gpus_per_replica", int)
     n_p, n_d = _ratios()
     p, d = np.meshgrid(pre, dec, indexing="ij")
     p, d = p.ravel(), d.ravel()
@@ -79,7 +81,7 @@ def _best_units(keys, cap, parts, sla, pre, dec):
         if (i, r) in seen:
             continue
         seen.add((i, r))
-        key = keys.iloc[int(p[i])].to_dict()
+        key = keys.row(int(p[i]))
         key.update(
             role=UNIT_ROLE,
             cost_per_hour_usd=float(unit_cost[i, r]),

@@ -9,12 +9,12 @@ rented per period (on-demand, spot).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from planner.errors import InfeasibleError, InputError
 from planner.fleet.overtime import TierPrices, TimeProblem, TimeSolution, solve_time
 from planner.fleet.solver import SolverOptions
 from planner.inputs.catalog import Catalog
+from planner.perf.table import Table, values
 from planner.planning.plan import (
     MonthPlan,
     PeriodPlan,
@@ -160,25 +160,29 @@ def _spot_price(finance: Finance, gpu: Gpu):
     return None
 
 
-def _shortlist(plan: Plan) -> tuple[pd.DataFrame, np.ndarray]:
+def _shortlist(plan: Plan) -> tuple[Table, np.ndarray]:
     """Per GPU type and request class, the most cost-efficient offered candidates (keeps the
     MIP small while every class keeps a way to be served on every GPU type that can): their
-    keys, and their capacity per class."""
-    keys, capacity = plan.offered.key_frame(), plan.offered.capacity
-    alone = (keys["role"].astype(str) == "aggregated").to_numpy()  # a pool serves no request
+    keys, and their capacity per class. On the offered `Table` (issue 16: no pandas)."""
+    keys, capacity = plan.offered.keys, plan.offered.capacity
+    gpu = values(keys, "gpu").astype(str)
+    alone = values(keys, "role").astype(str) == "aggregated"  # a pool serves no request
+    cost = values(keys, "cost_per_hour_usd", float)
     keep: set[int] = set()
     for cap in capacity.T:
-        able = (cap > 0) & alone
-        off = keys[able].assign(_eff=cap[able] / keys["cost_per_hour_usd"].to_numpy()[able])
-        ranked = off.sort_values(["gpu", "_eff"], ascending=[True, False], kind="stable")
-        keep |= set(
-            ranked.groupby("gpu", sort=True, observed=True).head(MAX_CANDIDATES_PER_GPU).index
-        )
-    short = sorted(keep)
+        able = np.flatnonzero((cap > 0) & alone)
+        # by GPU id, then capacity per $ highest first; ties in offered order (a stable sort)
+        ranked = able[np.lexsort((-(cap[able] / cost[able]), gpu[able]))]
+        taken: dict[str, int] = {}
+        for i in ranked.tolist():
+            if taken.get(gpu[i], 0) < MAX_CANDIDATES_PER_GPU:
+                taken[gpu[i]] = taken.get(gpu[i], 0) + 1
+                keep.add(i)
+    short = np.array(sorted(keep), dtype=np.int64)
     units, unit_cap = pool_units(plan)  # issue #11: prefill + decode pools as fixed units
     if units.empty:
-        return keys.loc[short].reset_index(drop=True), capacity[short]
-    out = pd.concat([keys.loc[short], units[list(keys.columns)]], ignore_index=True)
+        return keys.take(short), capacity[short]
+    out = Table.concat([keys.take(short), units[keys.columns]])
     return out, np.vstack([capacity[short], unit_cap])
 
 
@@ -198,19 +202,17 @@ def plan_over_time(
     demand = np.concatenate([peaks[:, None] * slots.level * g for g in growth], axis=1)
     hours = np.concatenate([slots.share * HOURS_PER_MONTH * len(b) for b in blocks])
     short, capacity = _shortlist(plan)
-    gpus = {g: catalog.gpu(g) for g in sorted(set(short["gpu"]))}
-    od = {
-        g: float(
-            short[short.gpu == g]["cost_per_hour_usd"].iloc[0]
-            / short[short.gpu == g]["gpus_per_replica"].iloc[0]
-        )
-        for g in gpus
-    }
+    short_gpu = [str(g) for g in values(short, "gpu")]
+    short_tp = [int(t) for t in values(short, "gpus_per_replica")]  # GPUs per replica
+    short_cost = values(short, "cost_per_hour_usd", float)
+    gpus = {g: catalog.gpu(g) for g in sorted(set(short_gpu))}
+    first = {g: short_gpu.index(g) for g in gpus}  # each type's first shortlisted row
+    od = {g: float(short_cost[first[g]] / short_tp[first[g]]) for g in gpus}
     sources = _od_sources(plan, gpus)
     prices, facts = tier_prices(fin, gpus, od, sources)
     problem = TimeProblem(
-        gpu=tuple(short["gpu"]),
-        tp=tuple(int(t) for t in short["gpus_per_replica"]),  # GPUs per replica
+        gpu=tuple(short_gpu),
+        tp=tuple(short_tp),
         capacity=capacity,
         demand=demand,
         hours=hours,
