@@ -21,7 +21,6 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
-from planner.planning.diagnose import explain_infeasible
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.pipeline import (
@@ -161,6 +160,8 @@ def _infeasible(
     for i, s in enumerate(services):
         sol = solve_fleet(s.alone, options)
         if sol.status == "infeasible":
+            from planner.planning.diagnose import explain_infeasible  # pandas: this path only
+
             gpus = allowed_gpus(s.scenario, catalog)
             try:
                 frame, rejected = candidate_frames(s.rows, s.rejected)
