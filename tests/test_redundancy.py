@@ -222,3 +222,58 @@ def test_n_plus_2_survives_every_spread_loss(problem):
         less[a] -= 1
         less[b] = max(less[b] - 1, 0)
         assert carries(two, less)
+
+
+@st.composite
+def wider_problems(draw):
+    """n+1 problems of 4-8 lines over 1-3 classes, some lines serving only some classes."""
+    n_c = draw(st.integers(4, 8))
+    n_w = draw(st.integers(1, 3))
+    tp = tuple(draw(st.sampled_from([1, 2, 4])) for _ in range(n_c))
+    cap = np.array(
+        [[draw(st.sampled_from([0.0, 0.7, 1.0, 1.5, 3.0])) for _ in range(n_w)] for _ in range(n_c)]
+    )
+    cap[0] = np.maximum(cap[0], 1.0)  # some line carries every class
+    return FleetProblem(
+        gpu=tuple(draw(st.sampled_from(["a", "b", "c"])) for _ in range(n_c)),
+        tp=tp,
+        cost_per_hour=np.array([draw(st.integers(1, 9)) * t for t in tp], dtype=float),
+        capacity=cap,
+        demand=np.array([draw(st.sampled_from([0.5, 1.0, 2.5, 6.0])) for _ in range(n_w)]),
+        min_replicas=draw(st.integers(0, 2)),
+        redundancy=1,
+    )
+
+
+@settings(max_examples=30, deadline=None)
+@given(wider_problems())
+def test_failovers_written_as_lines_are_used_cost_what_every_failover_does(problem):
+    """Issue 16: `solve_fleet` writes a line's failover once a fleet uses that line. Its
+    fleet costs what the MIP with every line's failover finds (both to the 1e-4 gap) and
+    survives the loss of any one of its replicas."""
+    from dataclasses import replace
+
+    every = replace(problem, failover_lines=tuple(range(problem.n_candidates)))
+    whole = solve_fleet(every, OPTIONS)
+    needed = solve_fleet(problem, OPTIONS)
+    assert needed.status == whole.status
+    if whole.status == "optimal":
+        assert needed.cost_per_hour == pytest.approx(whole.cost_per_hour, rel=2e-4)
+        assert survives_any_one(problem, tuple(int(k) for k in needed.replicas))
+
+
+def test_only_the_listed_lines_get_a_failover():
+    """`failover_lines` names the lines whose failover the MIP writes; None writes them all."""
+    from dataclasses import replace
+
+    from planner.fleet.steady import build_lp
+
+    problem = two_lines(redundancy=1)
+
+    def failovers(lines):
+        lp = build_lp(replace(problem, failover_lines=lines))[0]
+        return sorted({n.split("_")[1] for n in lp.constraints if n.startswith("failover_")})
+
+    assert failovers(None) == ["f0", "f1"]
+    assert failovers((1,)) == ["f0"]  # patterns are numbered in the order written
+    assert failovers(()) == []

@@ -11,6 +11,8 @@ line c down k replicas, or down entirely when it has fewer than k (z[c] = 0):
     z[c] binary
 
 Since the loads are >= 0, z[c] = 1 forces n[c] >= k; z[c] = 0 drops line c from its failover.
+A line without replicas loses nothing, so only the used lines' failovers bind: `solve_fleet`
+writes a line's failover once a fleet uses it (`FleetProblem.failover_lines`, issue 16).
 For k = 1 this is exact: losing any one replica is losing one of some line. For k >= 2 the
 losses may spread over lines: `solve_spread` adds the worst spread loss of each fleet found
 as one more failover scenario (lines losing f[c] replicas, or all they have) and re-solves,
@@ -59,7 +61,9 @@ def add_redundancy(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, in
             mine = [v for v, sv in zip(replicas, cand, strict=True) if sv == s]
             lp += pulp.lpSum(mine) >= problem.min_replicas_per_service, f"min_replicas_s{s}"
     if problem.redundancy:
-        patterns = [((c, problem.redundancy),) for c in range(problem.n_candidates)]
+        written = problem.failover_lines  # None: every line's (`steady._failover_as_needed`)
+        lines = range(problem.n_candidates) if written is None else written
+        patterns = [((c, problem.redundancy),) for c in lines]
         for i, lost in enumerate([*patterns, *(problem.loss_patterns or ())]):
             _add_failover(lp, problem, replicas, f"f{i}", dict(lost), cand, dem, cat)
     if problem.same_vendor:
