@@ -277,3 +277,13 @@ def test_only_the_listed_lines_get_a_failover():
     assert failovers(None) == ["f0", "f1"]
     assert failovers((1,)) == ["f0"]  # patterns are numbered in the order written
     assert failovers(()) == []
+
+
+def test_past_the_round_limit_every_failover_is_written(monkeypatch):
+    """After FAILOVER_ROUNDS rounds whose fleets keep moving to new lines, the whole MIP is
+    solved: with one round allowed, two_lines' n+1 fleet is still 2 A ($6)."""
+    from planner.fleet import steady
+
+    monkeypatch.setattr(steady, "FAILOVER_ROUNDS", 1)
+    held = solve_fleet(two_lines(redundancy=1), OPTIONS)
+    assert held.replicas.tolist() == [2, 0] and held.cost_per_hour == pytest.approx(6.0)
