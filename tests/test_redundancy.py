@@ -282,8 +282,8 @@ def test_only_the_listed_lines_get_a_failover():
 def test_past_the_round_limit_every_failover_is_written(monkeypatch):
     """After FAILOVER_ROUNDS rounds whose fleets keep moving to new lines, the whole MIP is
     solved: with one round allowed, two_lines' n+1 fleet is still 2 A ($6)."""
-    from planner.fleet import steady
+    from planner.fleet import redundancy
 
-    monkeypatch.setattr(steady, "FAILOVER_ROUNDS", 1)
+    monkeypatch.setattr(redundancy, "FAILOVER_ROUNDS", 1)
     held = solve_fleet(two_lines(redundancy=1), OPTIONS)
     assert held.replicas.tolist() == [2, 0] and held.cost_per_hour == pytest.approx(6.0)

@@ -29,11 +29,11 @@ from planner.perf.candidates import (
 )
 from planner.perf.memory import PREFILL_CHUNK_TOKENS
 from planner.perf.wave import (  # the wave timings, shared with `planner estimate`
-    _chunk,
-    _layout_col,
-    _mixes,
     batch_prefill_ms,
     first_round_ms,
+    layout_col,
+    mixes_prefill,
+    prefill_chunk,
     serving_wave_ms,
 )
 from planner.schema.engine import Efficiency, EngineProfile
@@ -309,10 +309,10 @@ def _fused_rows_ms(grid: pd.DataFrame, core: Mapping[str, np.ndarray]) -> np.nda
     an engine that fuses them into one forward (`roofline.decode_rows_in_prefill`, #10
     t10b; 0 where the engine does not mix, SGLang). Under attention DP a rank's
     ceil(b / dp) sequences share its pass."""
-    rank_b = np.ceil(_col(grid, "batch") / _layout_col(grid, "dp_attention"))
+    rank_b = np.ceil(_col(grid, "batch") / layout_col(grid, "dp_attention"))
     rows = np.asarray(core["t_decode_rows_ms"], dtype=float)
-    extra = rf.decode_rows_in_prefill(rows, rank_b, _col(grid, "input_len"), _chunk(grid))
-    return np.where(_mixes(grid), extra, 0.0)
+    extra = rf.decode_rows_in_prefill(rows, rank_b, _col(grid, "input_len"), prefill_chunk(grid))
+    return np.where(mixes_prefill(grid), extra, 0.0)
 
 
 def _layout(row: pd.Series) -> tuple[int, int, int]:

@@ -62,7 +62,7 @@ class FleetProblem:
     loss_patterns: tuple[tuple[tuple[int, int], ...], ...] | None = None
     # the lines whose own failover (losing k of that line) the MIP writes; None: every line.
     # A line without replicas loses nothing, so only the lines a fleet uses bind
-    # (`solve_fleet` adds them as they are used, issue 16)
+    # (`redundancy.solve_failover_as_needed` adds them as they are used, issue 16)
     failover_lines: tuple[int, ...] | None = None
 
     @property
@@ -258,7 +258,9 @@ def solve_fleet(
     if lp_path is None and arrays_apply(problem, options):
         return _solve_arrays(problem, options, infeasible)
     if lp_path is None and problem.redundancy and problem.failover_lines is None:
-        return _failover_as_needed(problem, options)
+        from planner.fleet.redundancy import solve_failover_as_needed
+
+        return solve_failover_as_needed(problem, options)
     lp, replicas, load, pools = build_lp(problem)
     if lp_path:
         lp.writeLP(lp_path)
@@ -277,35 +279,6 @@ def solve_fleet(
     return FleetSolution(
         outcome.status, chosen, carried, cost, bound, outcome.seconds, options.backend
     )
-
-
-# rounds of `_failover_as_needed` before every line's failover is written at once: rag, agent,
-# mixed-traffic and chatbot with n_plus_1 settle in 2-3; moe's fleets moved to a new line in
-# each of 9 rounds, slower than the whole MIP
-FAILOVER_ROUNDS = 4
-
-
-def _failover_as_needed(problem: FleetProblem, options: SolverOptions) -> FleetSolution:
-    """n+k with each line's failover written only once a fleet uses that line (issue 16: a
-    failover per candidate made rag's n+1 MIP 48,000 rows and 9 s, mixed-traffic's 44 s).
-
-    Exact: a line without replicas loses nothing, and the fleet's own loads route the demand
-    without it, so only the used lines' failovers bind. Each round solves with the failovers
-    of the lines used so far; a fleet that uses no other line meets every failover, and the
-    rounds' MIPs are relaxations of the whole one, so it is optimal for the whole one too
-    (its bound theirs). After FAILOVER_ROUNDS rounds every line's failover is written."""
-    lines: set[int] = set()
-    seconds = 0.0
-    for _ in range(FAILOVER_ROUNDS):
-        sol = solve_fleet(replace(problem, failover_lines=tuple(sorted(lines))), options)
-        seconds += sol.solve_seconds
-        used = set(np.flatnonzero(sol.replicas).tolist())
-        if sol.status == "infeasible" or used <= lines:
-            return replace(sol, solve_seconds=seconds)
-        lines |= used
-    every = tuple(range(problem.n_candidates))
-    sol = solve_fleet(replace(problem, failover_lines=every), options)
-    return replace(sol, solve_seconds=seconds + sol.solve_seconds)
 
 
 def _solve_arrays(

@@ -51,8 +51,8 @@ def batch_prefill_ms(
     """
     b = _col(frame, "batch") if batch is None else np.asarray(batch, dtype=float)
     i_len = _col(frame, "input_len") if input_len is None else np.asarray(input_len, float)
-    dp = _layout_col(frame, "dp_attention")
-    chunk_tokens = _chunk(frame) if chunk_tokens is None else chunk_tokens
+    dp = layout_col(frame, "dp_attention")
+    chunk_tokens = prefill_chunk(frame) if chunk_tokens is None else chunk_tokens
     rank_prompts = np.ceil(b / dp)  # on the busiest attention rank
     passes = np.maximum(np.ceil(rank_prompts * i_len / chunk_tokens), 1.0)
     pass_tokens = b * i_len / passes  # over all dp ranks: what one pass's expert GEMMs see
@@ -69,7 +69,7 @@ def batch_prefill_ms(
     return np.maximum(np.maximum(t_c, t_m) + t_comm, host) * 1e3 + overhead
 
 
-def _layout_col(frame: Frame, name: str) -> np.ndarray:
+def layout_col(frame: Frame, name: str) -> np.ndarray:
     """A layout column (pp, ep, dp_attention) as floats, 1 where a frame has none."""
     return _col(frame, name) if name in frame else np.ones(len(frame))
 
@@ -97,7 +97,7 @@ def _pass_comm_s(model: Model, frame: Frame, rank_tokens: np.ndarray) -> np.ndar
     return t_ar + sh.alltoall_s(model, frame, rank_tokens / tp)
 
 
-def _chunk(frame: Frame) -> np.ndarray:
+def prefill_chunk(frame: Frame) -> np.ndarray:
     """Each row's prefill chunk (tokens a pass): the engine's for that GPU (#10)."""
     if "eff_prefill_chunk_tokens" in frame:
         return _col(frame, "eff_prefill_chunk_tokens")
@@ -142,11 +142,11 @@ def serving_wave_ms(
     b = np.maximum(np.rint(_col(grid, "batch")), 1.0).astype(int)
     i_len = _col(grid, "input_len")
     o_len = _col(grid, "output_len")
-    chunk = np.broadcast_to(_chunk(grid) if chunk_tokens is None else chunk_tokens, b.shape)
-    mixes = _mixes(grid)
+    chunk = np.broadcast_to(prefill_chunk(grid) if chunk_tokens is None else chunk_tokens, b.shape)
+    mixes = mixes_prefill(grid)
     total = batch_prefill_ms(model, grid, b.astype(float), i_len, chunk)
     # under attention DP each rank prefills its own ceil(B / dp) prompts side by side (#10)
-    rank_b = np.ceil(b / _layout_col(grid, "dp_attention")).astype(int)
+    rank_b = np.ceil(b / layout_col(grid, "dp_attention")).astype(int)
     passes = np.maximum(np.ceil(rank_b * i_len / chunk), 1.0)
     per_pass = total / passes
     rows_ms = np.zeros(len(b)) if decode_rows_ms is None else np.asarray(decode_rows_ms, float)
@@ -169,7 +169,7 @@ def serving_wave_ms(
     return ttft, tpot
 
 
-def _mixes(grid: Frame) -> np.ndarray:
+def mixes_prefill(grid: Frame) -> np.ndarray:
     """Whether each row's engine mixes prefill chunks into decode steps (#10; default yes)."""
     if "_mixes_prefill" in grid:
         return values(grid, "_mixes_prefill", bool)

@@ -26,12 +26,7 @@ from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import chosen, key_fields
-from planner.planning.pipeline import (
-    allowed_gpus,
-    candidate_frames,
-    evaluate_classes,
-    request_classes,
-)
+from planner.planning.pipeline import allowed_gpus, evaluate_classes, request_classes
 from planner.schema.scenario import Job, Scenario
 from planner.units import SECONDS_PER_HOUR, TOKENS_PER_1M
 
@@ -154,7 +149,7 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     check_context(model, cls.input_tokens, cls.output_tokens, "workload.job: ")
     prices = job_prices(scenario, catalog, job)
     # Tables, not DataFrames (issue 16: no pandas unless no candidate serves the job)
-    rows, rejected = evaluate_classes(scenario, catalog, model, (cls,), prices)
+    rows = evaluate_classes(scenario, catalog, model, (cls,), prices)
     rows = saturated(rows, cls.tpot_ms, cls.ttft_ms) if not rows.empty else rows
     offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], [cls.name]))
     if len(offered) == 0:
@@ -162,8 +157,7 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
 
         empty = FleetProblem((), (), np.zeros(0), np.zeros((0, 1)), np.zeros(0))
         gpus = allowed_gpus(scenario, catalog)
-        frame, rejected_frame = candidate_frames(rows, rejected)
-        explain_infeasible(scenario, model, (cls,), frame, rejected_frame, empty, gpus, prices)
+        explain_infeasible(scenario, model, (cls,), rows, empty, gpus, prices)
     problem = job_problem(scenario, offered, job)
     options = SolverOptions.of(scenario.solver)
     solution = cheapest_job(problem, options)

@@ -32,7 +32,7 @@ from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
-from planner.planning.pipeline import candidate_frames, evaluate_classes, request_classes
+from planner.planning.pipeline import evaluate_classes, request_classes
 from planner.schema.model import Model
 from planner.schema.plan import RequestClassPlan
 from planner.schema.scenario import Scenario
@@ -118,11 +118,11 @@ def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
 
 def evaluated(
     scenario: Scenario, catalog: Catalog
-) -> tuple[Model, tuple[RequestClassPlan, ...], Table, Table, dict[str, Price]]:
+) -> tuple[Model, tuple[RequestClassPlan, ...], Table, dict[str, Price]]:
     """The model, classes, every fleet candidate judged per class (memory and SLA only: every
-    fleet GPU gets a stub price, as an owned fleet needs none), rejects, catalog prices; the
-    tables as `evaluate_classes` gives them (no pandas: issue 16, pandas was 0.3 of 0.8 CPU s
-    of `planner capacity`)."""
+    fleet GPU gets a stub price, as an owned fleet needs none), catalog prices; the Table as
+    `evaluate_classes` gives it (no pandas: issue 16, pandas was 0.3 of 0.8 CPU s of
+    `planner capacity`)."""
     fleet = _fleet_gpus(scenario, catalog)
     model = catalog.model(scenario.model)
     classes = request_classes(scenario)
@@ -133,8 +133,8 @@ def evaluated(
     )
     listed = {g: p for g in fleet if (p := gpu_price(catalog.gpus[g], scenario.hardware.pricing))}
     stub = {g: NO_PRICE for g in fleet}
-    rows, rejected = evaluate_classes(own, catalog, model, classes, stub)
-    return model, classes, rows, rejected, listed
+    rows = evaluate_classes(own, catalog, model, classes, stub)
+    return model, classes, rows, listed
 
 
 def scale_problem(
@@ -154,16 +154,13 @@ def scale_problem(
     )
 
 
-def _no_candidate(scenario, model, classes, rows, rejected, gpus) -> None:
+def _no_candidate(scenario, model, classes, rows, gpus) -> None:
     """Raise the planner's own diagnosis (memory, then each class's SLA) when no candidate
     carries some class (written in pandas: loaded on this path only)."""
     from planner.planning.diagnose import explain_infeasible
 
-    rows, rejected = candidate_frames(rows, rejected)
     stub_problem = FleetProblem((), (), np.zeros(0), np.zeros((0, len(classes))), np.zeros(0))
-    explain_infeasible(
-        scenario, model, classes, rows, rejected, stub_problem, gpus, {"-": NO_PRICE}
-    )
+    explain_infeasible(scenario, model, classes, rows, stub_problem, gpus, {"-": NO_PRICE})
 
 
 def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = None) -> Capacity:
@@ -175,12 +172,12 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
             "constraints.redundancy / same_vendor: planner capacity does not model failover "
             "yet; remove them (or lower search.target_utilization for headroom)"
         )
-    model, classes, rows, rejected, listed = evaluated(scenario, catalog)
+    model, classes, rows, listed = evaluated(scenario, catalog)
     names = [c.name for c in classes]
     offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], names))
     gpus = [catalog.gpus[g] for g in scenario.hardware.fleet]
     if len(offered) == 0 or not (offered.capacity > 0).any(axis=0).all():
-        _no_candidate(scenario, model, classes, rows, rejected, gpus)
+        _no_candidate(scenario, model, classes, rows, gpus)
     problem = scale_problem(scenario, offered, classes)
     options = SolverOptions.of(scenario.solver)
     solution = max_scale(problem, options)

@@ -10,8 +10,10 @@ import pandas as pd
 from planner.errors import InfeasibleError, SolverError
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
+from planner.perf import columns
 from planner.perf import memory as mem
 from planner.perf.candidates import Price
+from planner.perf.table import Table
 from planner.planning import disagg
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -209,13 +211,15 @@ def explain_infeasible(
     scenario: Scenario,
     model: Model,
     classes: tuple[RequestClassPlan, ...],
-    rows: pd.DataFrame,
-    rejected: pd.DataFrame,
+    table: Table,
     problem: FleetProblem,
     gpus: list[Gpu],
     prices: dict[str, Price],
 ) -> None:
-    """Raise an InfeasibleError naming the binding constraint."""
+    """Raise an InfeasibleError naming the binding constraint, from every candidate judged
+    per class (`evaluate_classes`' Table; this diagnosis is written in pandas, the one path of
+    a plan that loads it, and only when no plan exists)."""
+    rows = columns.conform(table.to_pandas(), columns.CANDIDATE_COLUMNS)
     if not prices:
         raise InfeasibleError(
             "pricing: none of the allowed GPUs has a price in the chosen tier; set "

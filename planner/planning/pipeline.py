@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
@@ -28,7 +27,7 @@ from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
 from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf import columns
-from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price, rejected_frame
+from planner.perf.candidates import DEFAULT_BATCHES, GridSpec, Price
 from planner.perf.evaluate import evaluate_table, ttft_ms_at
 from planner.perf.kv_link import KV_LINKS
 from planner.perf.table import Table, values
@@ -111,15 +110,15 @@ def evaluate_classes(
     model: Model,
     classes: tuple[RequestClassPlan, ...],
     prices: dict[str, Price],
-) -> tuple[Table, Table]:
-    """Every candidate evaluated for every class, with an SLA verdict per row, and the
-    deployments rejected (no pandas: issue #16; `candidate_frames` gives DataFrames)."""
+) -> Table:
+    """Every candidate evaluated for every class, with an SLA verdict per row (no pandas:
+    issue #16; only `diagnose` reads it as a DataFrame)."""
     gpus = allowed_gpus(scenario, catalog)
     quants = [catalog.quant(q) for q in scenario.search.quants]
     engine = catalog.engine(scenario.engine)
     speculative = scenario_spec_options(scenario, catalog, model)
     axes = search_axes(scenario.search, model, gpus, quants)
-    frames, rejected = [], Table({})
+    frames = []
     for cls in classes:
         spec = GridSpec(
             gpus=gpus,
@@ -137,20 +136,14 @@ def evaluate_classes(
             dp_attentions=axes.dp_attentions,
             kv_links=KV_LINKS,  # issue #11: pools may pass the KV over NVLink in one node
         )
-        grid, rejected = build_pool_grid(model, spec, engine, axes)  # MoE pools' layouts, #11
+        grid, _ = build_pool_grid(model, spec, engine, axes)  # MoE pools' layouts, #11
         if grid.empty:
             continue
         rows = evaluate_table(model, grid, scenario.search.target_utilization, cls.statistic)
         frames.append(_judged(rows, cls))
     if not frames:
-        return columns.empty_table(columns.CANDIDATE_COLUMNS), rejected
-    return columns.conform_table(Table.concat(frames), columns.CANDIDATE_COLUMNS), rejected
-
-
-def candidate_frames(rows: Table, rejected: Table) -> tuple[Any, Any]:
-    """`evaluate_classes`' tables as DataFrames, for the pipelines written with pandas."""
-    frame = columns.conform(rows.to_pandas(), columns.CANDIDATE_COLUMNS)
-    return frame, rejected_frame(rejected)
+        return columns.empty_table(columns.CANDIDATE_COLUMNS)
+    return columns.conform_table(Table.concat(frames), columns.CANDIDATE_COLUMNS)
 
 
 def scenario_spec_options(scenario: Scenario, catalog: Catalog, model: Model) -> list:
@@ -310,7 +303,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
     notes = _price_notes(gpus, prices, scenario)
     ttft_sla = [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in classes]
-    rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
+    rows = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start
     names = [c.name for c in classes]
     feasible = rows[OFFER_INPUTS][values(rows, "sla_ok")]  # issue #16: few columns
@@ -334,8 +327,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     if solution.status == "infeasible":
         from planner.planning.diagnose import explain_infeasible
 
-        frame, rejected_frame = candidate_frames(rows, rejected)
-        explain_infeasible(scenario, model, classes, frame, rejected_frame, problem, gpus, prices)
+        explain_infeasible(scenario, model, classes, rows, problem, gpus, prices)
     fleet = _summarise(balanced(solution, problem, options), offered, rows, classes)
     pools = disagg.pools_note(fleet, classes)
     if pools:

@@ -28,7 +28,6 @@ from planner.planning.pipeline import (
     _summarise,
     allowed_gpus,
     balanced,
-    candidate_frames,
     evaluate_classes,
     request_classes,
 )
@@ -56,7 +55,6 @@ class Service:
     model: Model
     classes: tuple[RequestClassPlan, ...]
     rows: Table
-    rejected: Table
     offered: Offered
     prices: dict
     notes: tuple[str, ...]
@@ -103,7 +101,7 @@ def _service(platform: Platform, i: int, catalog: Catalog) -> Service:
         check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
     gpus = allowed_gpus(scenario, catalog)
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
-    rows, rejected = evaluate_classes(scenario, catalog, model, classes, prices)
+    rows = evaluate_classes(scenario, catalog, model, classes, prices)
     names = [c.name for c in classes]
     offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok")], names))
     c = scenario.constraints
@@ -119,7 +117,7 @@ def _service(platform: Platform, i: int, catalog: Catalog) -> Service:
     notes = tuple(_price_notes(gpus, prices, scenario))
     label = platform.models[i].label
     return Service(
-        label, scenario, model, classes, rows, rejected, offered, prices, notes,
+        label, scenario, model, classes, rows, offered, prices, notes,
         redundant(alone, c, catalog),
     )  # fmt: skip
 
@@ -164,10 +162,7 @@ def _infeasible(
 
             gpus = allowed_gpus(s.scenario, catalog)
             try:
-                frame, rejected = candidate_frames(s.rows, s.rejected)
-                explain_infeasible(
-                    s.scenario, s.model, s.classes, frame, rejected, s.alone, gpus, s.prices
-                )
+                explain_infeasible(s.scenario, s.model, s.classes, s.rows, s.alone, gpus, s.prices)
             except InfeasibleError as exc:
                 message = f"models[{i}] ({s.label}): {exc.message}"
                 raise InfeasibleError(message, exc.details) from None
