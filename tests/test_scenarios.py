@@ -112,6 +112,13 @@ def test_units_as_strings_are_accepted(tmp_path, catalog):
     assert scenario.sla.tpot_ms == 50 and scenario.sla.ttft_ms == 2000
 
 
+def test_a_bad_duration_shows_its_value_once(tmp_path):
+    res = solve(write(tmp_path, with_(sla__ttft_ms="abc")))
+    assert res.exit_code == 2, res.output
+    assert "sla.ttft_ms: expected a number of milliseconds" in res.output
+    assert res.output.count("'abc'") == 1, res.output
+
+
 def test_missing_file_exits_2(tmp_path):
     res = solve(tmp_path / "nope.yaml")
     assert res.exit_code == 2 and "file not found" in res.output

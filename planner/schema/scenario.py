@@ -22,9 +22,8 @@ def _parse_ms(value: Any) -> Any:
     if isinstance(value, str):
         match = _DURATION.match(value)
         if not match:
-            raise ValueError(
-                f"expected a number of milliseconds such as 50 or '50ms' or '0.05s', got {value!r}"
-            )
+            # the value itself is appended where the error is described (`describe_error`)
+            raise ValueError("expected a number of milliseconds such as 50 or '50ms' or '0.05s'")
         return float(match.group(1)) * _TO_MS[match.group(2)]
     return value
 
