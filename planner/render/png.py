@@ -119,7 +119,6 @@ def break_even_all(analysis: BuildVsBuy, current: float, path: Path) -> Path:
     for k, (label, api) in enumerate(analysis.api_curves.items()):
         ax.plot(volume, api, color=f"#{colour(k)}", lw=1.2, label=f"API: {label}")
     ax.axvline(current, color="gray", ls="--", lw=1)
-    ax.text(current, ax.get_ylim()[1], " this scenario", va="top", fontsize=8, color="gray")
     ax.set(
         xscale="log",
         yscale="log",
@@ -127,5 +126,17 @@ def break_even_all(analysis: BuildVsBuy, current: float, path: Path) -> Path:
         ylabel="$ per month",
         title=analysis.chart_title,
     )
-    ax.legend(fontsize=6, ncol=2, loc="upper left")
+    # every line rises with the volume, so the lower right stays empty for the legend; the
+    # label sits at the top in axes coordinates (it was placed at the data's top before the
+    # log scale and hid under the legend)
+    ax.text(
+        current,
+        0.98,
+        " this scenario",
+        va="top",
+        fontsize=8,
+        color="gray",
+        transform=ax.get_xaxis_transform(),
+    )
+    ax.legend(fontsize=6, ncol=2, loc="lower right")
     return _save(fig, path)
