@@ -13,6 +13,7 @@ import yaml
 from click.testing import CliRunner
 
 from planner import calibration as cal
+from planner.calibration import inputs as cal_inputs
 from planner.cli import cli
 from planner.inputs.catalog import DEFAULT_CATALOG_DIR, load_catalog
 from planner.inputs.loading import load_yaml_model
@@ -275,15 +276,49 @@ def test_validate_json_has_per_row_records_matching_the_error_table(catalog):
     assert res.stdout == invoke("validate", str(cal.DEFAULT_CSV), "--json").stdout
 
 
-@pytest.mark.parametrize("drop", ["--model", "--gpu", "--tp", "--quant"])
-def test_json_input_without_its_identity_exits_2_naming_the_option(synthetic, drop):
+def without(option: str) -> list[str]:
     args = list(IDENTITY)
-    i = args.index(drop)
+    i = args.index(option)
     del args[i : i + 2]
+    return args
+
+
+@pytest.mark.parametrize("drop", ["--gpu", "--tp", "--quant"])
+def test_json_input_without_its_identity_exits_2_naming_the_option(synthetic, drop):
     for command in ("calibrate", "validate"):
-        res = invoke(command, str(synthetic[0]), *args, catch=True)
+        res = invoke(command, str(synthetic[0]), *without(drop), catch=True)
         assert res.exit_code == 2, res.output
         assert drop in res.output and "Traceback" not in res.output
+
+
+def test_the_model_is_read_from_the_results_model_id(synthetic, tmp_path):
+    """vllm bench serve names the served repository: 'meta-llama/Llama-3.1-8B-Instruct' is the
+    catalog's llama-3.1-8b (hf_repo meta-llama/Llama-3.1-8B), so --model may be left out; a
+    repository no catalog model matches still asks for it."""
+    res = invoke("validate", str(synthetic[0]), *without("--model"), "--json")
+    assert res.exit_code == 0, res.output
+    assert res.stdout == invoke("validate", str(synthetic[0]), *IDENTITY, "--json").stdout
+    doc = json.loads(synthetic[0].read_text(encoding="utf-8"))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**doc, "model_id": "acme/Unknown-7B"}), encoding="utf-8")
+    res = invoke("validate", str(other), *without("--model"), catch=True)
+    assert res.exit_code == 2 and "--model" in res.output, res.output
+
+
+@pytest.mark.parametrize(
+    ("repo", "model"),
+    [
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "llama-3.3-70b"),
+        ("Qwen/Qwen2.5-72B", "qwen2.5-72b"),
+        ("google/gemma-3-27b-it", "gemma-3-27b"),
+        ("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b"),
+        ("meta-llama/Llama-3.1-8B-Instruct-abliterated", None),
+        ("acme/Unknown-7B", None),
+    ],
+)
+def test_catalog_model_of_a_repository(catalog, repo, model):
+    assert cal_inputs.catalog_model_of(repo, catalog) == model
 
 
 def test_malformed_json_exits_2_with_line_and_column(tmp_path):

@@ -4,7 +4,9 @@ format and vLLM benchmark JSON, read as rows of the `load_measurements` schema
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -61,6 +63,38 @@ def resolve_identity(identity: Identity, catalog: Catalog) -> dict:
     return ids
 
 
+# what repositories of one model's variants add to its name: instruction tuning, a weight
+# format, the Hub's "-hf" conversions and Meta's older "Meta-" prefix
+_VARIANT = re.compile(r"-(instruct|chat|it|hf|base|fp8(-dynamic)?)(?=-|$)")
+
+
+def repo_key(repo: str) -> str:
+    """A Hugging Face repository's model name as variants of one model share it:
+    'meta-llama/Meta-Llama-3.1-8B-Instruct' and 'meta-llama/Llama-3.1-8B' both 'llama-3.1-8b'."""
+    name = repo.rsplit("/", 1)[-1].lower().removeprefix("meta-")
+    return _VARIANT.sub("", name)
+
+
+def catalog_model_of(repo: str, catalog: Catalog) -> str | None:
+    """The catalog model whose `hf_repo` is a variant of `repo`, where exactly one is."""
+    key = repo_key(repo)
+    found = [m.id for m in catalog.models.values() if m.hf_repo and repo_key(m.hf_repo) == key]
+    return found[0] if len(found) == 1 else None
+
+
+def _model_from_results(paths: Sequence[Path], identity: Identity, catalog: Catalog) -> Identity:
+    """`identity` with the model named by the results' own `model_id` (vllm bench serve writes
+    the served repository) when --model is not given and every result names the same catalog
+    model; else unchanged (the caller asks for --model)."""
+    if identity.model is not None:
+        return identity
+    repos = {str(doc.get("model_id") or "") for path in paths for doc in read_json_results(path)}
+    models = {catalog_model_of(repo, catalog) for repo in repos if repo}
+    if len(repos) != 1 or len(models) != 1 or None in models:
+        return identity
+    return replace(identity, model=models.pop())
+
+
 def input_kind(path: str | Path) -> str:
     """'csv' or 'json', by the file name's suffix, else by the first character."""
     path = Path(path)
@@ -80,12 +114,14 @@ def read_measurements(
     ids: dict = {}
     json_inputs = [p for p, k in kinds if k == "json"]
     if json_inputs:
+        identity = _model_from_results(json_inputs, identity, catalog)
         missing = identity.missing()
         if missing:
             raise InputError(
                 f"{json_inputs[0]}: a vLLM benchmark result does not say what was measured: "
                 f"pass {', '.join(missing)} (catalog ids of the model, GPU, tensor-parallel "
-                "degree and quantization)"
+                "degree and quantization; the model is read from the result's model_id where "
+                "one catalog model's hf_repo matches it)"
             )
         ids = resolve_identity(identity, catalog)
     parts = []
