@@ -11,6 +11,10 @@ catalog model/GPU are predicted: rows with expert parallelism or attention data 
   link (where the catalog has a sourced one; else left out and said) + half a decode step.
   The rows are closed loops whose concurrency is not always published; queueing is left out,
   so the prediction is a floor and rows measured deep in a queue sit far above it.
+* TTFT (closed loop): where a row's id publishes its concurrency (`_c480_`), the closed loop
+  of `planner estimate --disaggregated --concurrency C` (`planning/estimate_disagg.py`) at the
+  row's pools and decode batch: the wait behind the other clients' prompts at the rate
+  Little's law allows.
 
     python benchmarks/disagg_aic.py
 """
@@ -18,6 +22,7 @@ catalog model/GPU are predicted: rows with expert parallelism or attention data 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -30,6 +35,8 @@ from planner.calibration.aic import AIC_CSV, AIC_GPUS, AIC_MODELS, AIC_QUANTS  #
 from planner.inputs.catalog import load_catalog  # noqa: E402
 from planner.perf.candidates import GridSpec, build_grid, default_kv_dtype  # noqa: E402
 from planner.perf.evaluate import evaluate  # noqa: E402
+from planner.planning.estimate import EstimateRequest  # noqa: E402
+from planner.planning.estimate_disagg import Pools, estimate_disaggregated  # noqa: E402
 
 
 def _int(value: object) -> int:
@@ -78,8 +85,26 @@ def predict(catalog, raw: pd.Series) -> dict:
     linked = str(pre["role"]) == "prefill"
     xfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"])) if linked else 0.0
     ttft = float(pre["prefill_ms"]) + xfer + float(dec["tpot_step_ms"]) / 2
+    clients = re.search(r"_c(\d+)_", str(raw["id"]))
+    closed = math.nan
+    if clients:  # the published concurrency: the closed loop on both pools
+        req = EstimateRequest(
+            model=AIC_MODELS[str(raw["model_path"])],
+            gpu=AIC_GPUS[str(raw["system"])],
+            tp=p_tp,
+            quant=AIC_QUANTS[str(raw["gemm_quant_mode"]).strip()],
+            batch=b,
+            input_len=int(raw["isl"]),
+            output_len=int(raw["osl"]),
+            kv_dtype=str(dec["kv_dtype"]),
+            engine=str(raw["backend"]),
+            concurrency=int(clients.group(1)),
+        )
+        n_p, n_d = _int(raw["prefill_num_workers"]), _int(raw["decode_num_workers"])
+        closed = estimate_disaggregated(req, Pools(p_tp, n_p, d_tp, n_d), catalog)["ttft_ms"]
     return {
         "row": raw["id"][-60:],
+        "C": int(clients.group(1)) if clients else None,
         "pools": f"P {_int(raw['prefill_num_workers'])}x tp{p_tp} / D "
         f"{_int(raw['decode_num_workers'])}x tp{d_tp} b{b}",
         "tpot_meas": float(raw["silicon_tpot_ms"]),
@@ -87,6 +112,7 @@ def predict(catalog, raw: pd.Series) -> dict:
         "ttft_meas": float(raw["silicon_ttft_ms"]),
         "ttft_pred_idle": ttft,
         "kv_ms": xfer if linked else math.nan,
+        "ttft_pred_closed": closed,
     }
 
 
@@ -104,12 +130,19 @@ def main() -> None:
     table = pd.DataFrame(out)
     table["tpot_err_%"] = 100 * (table.tpot_pred / table.tpot_meas - 1)
     table["ttft_err_%"] = 100 * (table.ttft_pred_idle / table.ttft_meas - 1)
+    table["closed_err_%"] = 100 * (table.ttft_pred_closed / table.ttft_meas - 1)
     print(f"{len(rows)} disaggregated rows; {len(table)} predicted; skipped: {skipped}")
     with pd.option_context("display.width", 250, "display.max_colwidth", 60):
         print(table.round(1).to_string(index=False))
     print(
         f"median |TPOT error| {table['tpot_err_%'].abs().median():.0f}%, "
         f"median |TTFT error| (idle floor vs measured) {table['ttft_err_%'].abs().median():.0f}%"
+    )
+    known = table.dropna(subset=["ttft_pred_closed"])
+    print(
+        f"{len(known)} rows publish their concurrency: median |TTFT error| idle floor "
+        f"{known['ttft_err_%'].abs().median():.0f}%, closed loop "
+        f"{known['closed_err_%'].abs().median():.0f}%"
     )
 
 

@@ -659,8 +659,11 @@ def _estimate_disaggregated(ctx, req, shape: tuple, moe: tuple) -> None:
     from planner.render.disagg import render_disaggregated
     from planner.render.json import to_json
 
-    if req.concurrency is not None:
-        raise InputError("--concurrency: not supported with --disaggregated; give --rate")
+    if req.num_prompts is not None:
+        raise InputError(
+            "--num-prompts: a benchmark's first round is not modelled for disaggregated pools; "
+            "leave it out (the steady state of --concurrency C)"
+        )
     p_tp, p_n, d_tp, d_n = shape
     pools = Pools(p_tp or req.tp, p_n, d_tp or req.tp, d_n, *moe)
     given = replace(req, batch=ctx.params.get("batch"))  # None: the engine's max_num_seqs

@@ -199,6 +199,68 @@ def test_estimate_disaggregated_end_to_end():
     assert out["cost_per_hour_usd"] == pytest.approx(16 * 2.69)
 
 
+DISAGG_70B = (
+    "estimate", "--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--quant", "fp8",
+    "--disaggregated", "--prefill-tp", "2", "--prefill-workers", "2", "--decode-tp", "4",
+    "--input-len", "8000", "--output-len", "400", "--json",
+)  # fmt: skip
+
+
+def _closed(clients: int, *extra: str) -> dict:
+    res = invoke(*DISAGG_70B, "--concurrency", str(clients), *extra)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_disaggregated_closed_loop_alone_is_prefill_transfer_and_half_a_step():
+    """One client: nothing ahead of its prompt, one sequence decoding; its rate is one request
+    per TTFT + (O - 1) TPOT."""
+    out = _closed(1)
+    assert out["load"] == {
+        "kind": "concurrency", "concurrency": 1, "batch_in_flight": 1, "max_num_seqs": 1024,
+        "num_prompts": None, "first_round_share": 0.0,
+    }  # fmt: skip
+    assert out["prefill_wait_ms"] == 0 and out["decode_slot_wait_ms"] == 0
+    alone = out["prefill_ms"] + out["kv_transfer_ms"] + out["tpot_ms"] / 2
+    assert out["ttft_ms"] == pytest.approx(alone, rel=1e-9)  # JSON: shortest floats
+    assert out["requests_per_s"] == pytest.approx(1e3 / (alone + 399 * out["tpot_ms"]), rel=1e-9)
+
+
+@pytest.mark.parametrize("clients", [8, 32, 128, 512])
+def test_disaggregated_closed_loop_keeps_littles_law_over_the_clients(clients):
+    """C clients each always have one request in the system: rate x (TTFT + (O - 1) TPOT) = C,
+    below the smaller pool's capacity, which a large C fills."""
+    out = _closed(clients)
+    life_s = (out["ttft_ms"] + 399 * out["tpot_ms"]) / 1e3
+    assert out["requests_per_s"] * life_s == pytest.approx(clients, rel=1e-6)
+    top = min(out["prefill_capacity_requests_per_s"], out["decode_capacity_requests_per_s"])
+    assert out["requests_per_s"] <= top * (1 + 1e-12)
+    if clients == 512:  # the prefill pool is full: the rest of the cycle is its queue
+        # M/D/1 behind the other 511 prompts: the queue grows without bound only at the top
+        assert out["binding_pool"] == "prefill"
+        assert out["requests_per_s"] == pytest.approx(top, rel=1e-3)
+        assert out["decode_slot_wait_ms"] == 0 and out["prefill_wait_ms"] > 100_000
+
+
+def test_disaggregated_closed_loop_more_clients_never_serve_less_or_wait_less():
+    runs = [_closed(c) for c in (1, 4, 16, 64, 256)]
+    for a, b in itertools.pairwise(runs):
+        assert b["requests_per_s"] >= a["requests_per_s"]
+        assert b["ttft_ms"] >= a["ttft_ms"] and b["tpot_ms"] >= a["tpot_ms"]
+
+
+def test_disaggregated_decode_pool_full_makes_clients_wait_for_a_slot():
+    out = _closed(200, "--prefill-workers", "4")
+    assert out["binding_pool"] == "decode" and out["load"]["batch_in_flight"] < 200
+    assert out["requests_per_s"] == pytest.approx(out["decode_capacity_requests_per_s"])
+    assert out["decode_slot_wait_ms"] > 10_000
+
+
+def test_disaggregated_refuses_a_benchmarks_first_round():
+    res = CliRunner().invoke(cli, [*DISAGG_70B, "--concurrency", "8", "--num-prompts", "80"])
+    assert res.exit_code == 2 and "--num-prompts" in res.output, res.output
+
+
 def test_estimate_disaggregated_refuses_a_gpu_without_a_scaleout_link():
     res = CliRunner().invoke(
         cli,

@@ -12,6 +12,14 @@ candidate grid evaluated with its role (perf/disagg.py); here the two are combin
 * at the load (an open-loop `rate`, else `utilisation` x capacity), split evenly over each
   pool's workers: TTFT = t_pf + M/D/1 wait behind other prompts + KV transfer
   max(t_send, t_recv) + half a decode step + M/D/c wait for a decode slot;
+* or a closed loop of C clients (`concurrency`, what a benchmark's --max-concurrency runs),
+  as `planning.estimate.closed_loop` runs one for an aggregated replica: each decode worker
+  holds b = min(ceil(C / workers), max_num_seqs, what memory holds); TTFT = t_pf + the wait
+  behind the other C - 1 clients' prompts (M/D/1 per prefill worker at their share of the
+  rate X) + the transfer + half a step, where X solves Little's law over the clients,
+  X (TTFT(X) + (O - 1) TPOT) = C, below min(R_p, R_d); where no X does, the smaller pool is
+  full and holds the rest of the clients' cycle: in the prefill queue, or waiting for a decode
+  slot;
 * TPOT = the decode step at the decode batch (no prefill interrupts it);
 * cost = (prefill GPUs + decode GPUs) x the GPU price, GPUs = workers x GPUs per worker.
 """
@@ -105,11 +113,15 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     _check_pools(pools)
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
-    decode_batch = req.batch or default_max_num_seqs(req, catalog)
+    max_num_seqs = req.batch or default_max_num_seqs(req, catalog)
+    decode_batch = max_num_seqs
     link = kv_link_for(pools, catalog, req.gpu)  # issue #11: NVLink when both share a node
     pre = _pool_row(req, catalog, "prefill", pools, 1, link)
     dec = _pool_row(req, catalog, "decode", pools, 1, link)
     decode_batch = max(min(decode_batch, int(dec["max_batch"])), 1)
+    if req.concurrency is not None:  # no more in flight per worker than the clients
+        clients = math.ceil(req.concurrency / pools.decode_workers)
+        decode_batch = max(min(clients, decode_batch), 1)
     dec = _pool_row(req, catalog, "decode", pools, decode_batch, link)
     for role, row in (("prefill", pre), ("decode", dec)):
         if not bool(row["fits"]):
@@ -120,6 +132,8 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
             )
     cap_p = pools.prefill_workers * float(pre["requests_per_s"])
     cap_d = pools.decode_workers * float(dec["requests_per_s"])
+    if req.concurrency is not None:
+        return _closed_loop(req, pools, pre, dec, (cap_p, cap_d), max_num_seqs)
     capacity = min(cap_p, cap_d)
     rate = req.rate if req.rate is not None else req.utilisation * capacity
     if rate >= capacity:
@@ -127,7 +141,59 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
             f"--rate {rate:g} req/s: at or beyond the pools' capacity of {capacity:.3g} req/s "
             f"(prefill {cap_p:.3g}, decode {cap_d:.3g}); add workers to the smaller pool"
         )
-    return _combined(req, pools, pre, dec, rate, (cap_p, cap_d))
+    share = float(pre["prefill_share_ms"]) / 1e3
+    step = float(dec["tpot_step_ms"]) / 1e3
+    b = int(dec["batch"])
+    wait_p = float(q.wait_for_prefill(rate / pools.prefill_workers, share, req.statistic))
+    slot = float(np.asarray(q.wait_for_slot(b, rate / cap_d, req.output_len * step, req.statistic)))
+    kind, value = ("rate", rate) if req.rate is not None else ("utilization", req.utilisation)
+    load = {"kind": kind, kind: value, "batch_in_flight": b, "max_num_seqs": max_num_seqs}
+    return _combined(req, pools, pre, dec, rate, (cap_p, cap_d), (wait_p, slot), load)
+
+
+def _closed_loop(
+    req: EstimateRequest,
+    pools: Pools,
+    pre: Row,
+    dec: Row,
+    caps: tuple[float, float],
+    seqs: int,
+) -> dict:
+    """C clients in a closed loop on the two pools (module docstring): the rate X solves
+    Little's law over the clients, X (TTFT(X) + (O - 1) TPOT) = C, where the wait behind the
+    other clients' prompts grows with X; where no X below the smaller pool's capacity does,
+    that pool saturates and holds the rest of the clients' cycle in their TTFT."""
+    clients = int(req.concurrency or 1)
+    share = float(pre["prefill_share_ms"]) / 1e3
+    step = float(dec["tpot_step_ms"]) / 1e3
+    b = int(dec["batch"])
+    slot = 0.0  # a wait for a decode slot only where the decode pool is the full one
+    transfer_s = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"])) / 1e3
+    fixed = float(pre["prefill_ms"]) / 1e3 + transfer_s + step / 2.0
+    decoding = (req.output_len - 1) * step
+
+    def wait(rate: float) -> float:  # behind the other clients' prompts, per prefill worker
+        per_worker = rate * (clients - 1) / clients / pools.prefill_workers
+        return float(q.wait_for_prefill(per_worker, share, req.statistic))
+
+    top = min(caps)
+    lo, hi = 0.0, top * (1 - 1e-9)
+    if hi * (fixed + wait(hi) + decoding) <= clients:  # a pool is full: X = its capacity
+        rate, wait_p = top, wait(hi)
+        held = max(clients / rate - decoding - fixed - wait_p, 0.0)
+        if caps[0] <= caps[1]:
+            wait_p += held
+        else:
+            slot += held
+    else:
+        for _ in range(100):  # X (fixed + wait(X) + decoding) rises with X: bisection
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mid * (fixed + wait(mid) + decoding) < clients else (lo, mid)
+        rate, wait_p = lo, wait(lo)
+    load = {"kind": "concurrency", "concurrency": clients, "batch_in_flight": b}
+    # the steady state, as `estimate --concurrency` reports it without --num-prompts
+    load |= {"max_num_seqs": seqs, "num_prompts": None, "first_round_share": 0.0}
+    return _combined(req, pools, pre, dec, rate, caps, (wait_p, slot), load)
 
 
 def _combined(
@@ -137,14 +203,15 @@ def _combined(
     dec: Row,
     rate: float,
     caps: tuple[float, float],
+    waits: tuple[float, float],
+    load: dict,
 ) -> dict:
-    """The pools' figures at `rate` requests/s."""
+    """The pools' figures at `rate` requests/s, with the seconds a request waits for a
+    prefill worker and for a decode slot."""
     cap_p, cap_d = caps
-    share = float(pre["prefill_share_ms"]) / 1e3
+    wait_p, slot = waits
     step = float(dec["tpot_step_ms"]) / 1e3
     b = int(dec["batch"])
-    wait_p = float(q.wait_for_prefill(rate / pools.prefill_workers, share, req.statistic))
-    slot = float(np.asarray(q.wait_for_slot(b, rate / cap_d, req.output_len * step, req.statistic)))
     transfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"]))
     ttft = float(pre["prefill_ms"]) + wait_p * 1e3 + transfer + step / 2.0 * 1e3 + slot * 1e3
     per_p, per_d = int(pre["gpus_per_replica"]), int(dec["gpus_per_replica"])
@@ -179,6 +246,7 @@ def _combined(
         "cost_per_hour_usd": cost_h,
         "cost_per_1k_output_tokens_usd": cost_h / (3600.0 * rate * req.output_len) * 1e3,
         "statistic": req.statistic,
+        "load": load,
     }
 
 

@@ -14,6 +14,19 @@ def _worker(d: dict, role: str) -> str:
     return f"{head} ep {ep} dp_attention {dp} ({d[role + '_gpus_per_worker']} GPUs each)"
 
 
+def _load(d: dict) -> str:
+    """What load the figures are at: a closed loop of C clients, an open-loop rate, or a
+    share of the pools' capacity."""
+    load = d.get("load", {})
+    kind = load.get("kind")
+    per = f"{load.get('batch_in_flight')} in flight per decode worker"
+    if kind == "concurrency":
+        return f"Load: concurrency {load['concurrency']} (closed loop); {per}"
+    if kind == "rate":
+        return f"Load: {load['rate']:g} req/s (open loop, Poisson); {per}"
+    return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {per}"
+
+
 def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
     """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost; each line
     wrapped to the layout's width (100 columns unless --wide)."""
@@ -25,6 +38,7 @@ def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
             f"prefill {_worker(d, 'prefill')}, decode "
             f"{_worker(d, 'decode')} at batch {d['decode_batch']} "
             f"({d['gpus']} GPUs); {d['input_len']:,.0f} in / {d['output_len']:,.0f} out tokens",
+            _load(d),
             f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
             f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
             f"{d['kv_transfer_ms']:,.1f} over {d.get('kv_link', 'scale-out')} + join decode and "
