@@ -87,6 +87,19 @@ def test_shipped_job_prices_apis_at_list_and_says_no_batch_price(shipped):
     assert first.list_cost_usd > 0
 
 
+def test_the_api_table_tells_one_providers_offerings_apart(shipped):
+    """DeepInfra lists Llama-3.1-8B twice (Instruct and Instruct-Turbo): each row names its
+    endpoint, the list price of the job's tokens at that endpoint's prices."""
+    from planner.render.capacity import render_job
+
+    _, result = shipped
+    text = render_job(result)
+    for q in result.api:
+        assert q.provider_model_id in text
+    deepinfra = [q for q in result.api if q.provider == "DeepInfra"]
+    assert len({q.provider_model_id for q in deepinfra}) == len(deepinfra) == 2
+
+
 def test_spot_is_used_only_when_allowed(shipped, catalog):
     scenario, result = shipped
     no_spot = scenario.model_copy(

@@ -163,13 +163,17 @@ def render_job(result: JobPlan, layout: Layout = Layout()) -> str:
     ]  # fmt: skip
     parts = [wrap(head, layout), "", table(cols, rows, layout)]
     if result.api:
+        # the endpoint tells apart one provider's offerings (DeepInfra's 8B and 8B Turbo)
         api_rows = [
-            [q.provider, money(q.list_cost_usd),
+            [q.provider, q.provider_model_id, money(q.list_cost_usd),
              "not listed" if q.batch_cost_usd is None else money(q.batch_cost_usd)]
             for q in result.api
         ]  # fmt: skip
         parts += ["", "The same tokens through an API:"]
-        parts.append(table([Col("provider"), Col("list price", "r"), Col("batch price", "r")],
-                           api_rows, layout))  # fmt: skip
+        api_cols = [
+            Col("provider"), Col("endpoint", priority=1), Col("list price", "r"),
+            Col("batch price", "r"),
+        ]  # fmt: skip
+        parts.append(table(api_cols, api_rows, layout))
     parts += ["", *[wrap(f"Note: {n}", layout) for n in result.notes]]
     return "\n".join(parts)
