@@ -138,6 +138,19 @@ def plan_of(tmp_path, catalog, doc):
     return plan(scenario, cat)
 
 
+def test_a_class_without_a_target_is_said_to_be_left_to_cost(tmp_path, catalog):
+    """No sla: the plan is the cheapest whatever the latency, and says so with the slowest
+    TTFT its lines reach; with both targets set there is no such note."""
+    result = plan_of(tmp_path, catalog, with_(sla=None))
+    notes = [n for n in result.notes if n.startswith("class 'all' has no TPOT or TTFT target")]
+    assert len(notes) == 1 and "set sla.tpot_ms and sla.ttft_ms" in notes[0]
+    worst = max(d.ttft_ms_by_class["all"] for d in result.fleet.deployments)
+    assert f"TTFT up to {worst:,.0f} ms" in notes[0]
+    only_ttft = plan_of(tmp_path, catalog, with_(sla__ttft_ms=None))
+    assert any("has no TTFT target: it is left to cost" in n for n in only_ttft.notes)
+    assert not any("target:" in n for n in plan_of(tmp_path, catalog, BASE).notes)
+
+
 def test_infeasible_memory_names_the_gap(tmp_path, catalog):
     doc = with_(model="llama-3.1-405b", hardware__gpus=["l40s", "rtx-4090"])
     with pytest.raises(InfeasibleError, match=r"memory: llama-3.1-405b does not fit") as err:

@@ -334,6 +334,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         notes.append(pools)
     held, held_notes = _held(problem, solution, offered, fleet, classes, options)
     notes += held_notes
+    notes += _unbounded_notes(fleet, classes)
     t0 = time.perf_counter()
     single = _single_gpu_best(problem, offered, rows, classes, options) if comparisons else None
     timings["single_gpu"] = time.perf_counter() - t0
@@ -436,6 +437,35 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         f"${extra * HOURS_PER_MONTH:,.0f} a month (mean-TTFT plan: "
         f"${mean_cost * HOURS_PER_MONTH:,.0f} a month)"
     )
+
+
+def _unbounded_notes(fleet: FleetSummary, classes: tuple[RequestClassPlan, ...]) -> list[str]:
+    """A class with no TPOT or TTFT target is planned for cost alone: say so, with the slowest
+    figure its aggregated lines reach, so a missing `sla:` is not read as a met one."""
+    notes = []
+    for cl in classes:
+        missing = [name for name, v in (("TPOT", cl.tpot_ms), ("TTFT", cl.ttft_ms)) if v is None]
+        if not missing:
+            continue
+        lines = [
+            d
+            for d in fleet.deployments
+            if d.role == "aggregated" and d.load_by_class.get(cl.name, 0.0) > 0
+        ]
+        by = {"TPOT": "tpot_ms_by_class", "TTFT": "ttft_ms_by_class"}
+        worst = {
+            name: max((getattr(d, by[name]).get(cl.name, math.nan) for d in lines), default=None)
+            for name in missing
+        }
+        reached = [f"{n} up to {v:,.0f} ms" for n, v in worst.items() if v is not None and v == v]
+        shown = f" ({', '.join(reached)} on its lines)" if reached else ""
+        keys = " and ".join(f"sla.{n.lower()}_ms" for n in missing)
+        them, are = ("both", "both are") if len(missing) == 2 else ("it", "it is")
+        notes.append(
+            f"class '{cl.name}' has no {' or '.join(missing)} target: {are} left to cost"
+            f"{shown}; set {keys} (or the class's own sla) to bound {them}"
+        )
+    return notes
 
 
 def _price_notes(gpus: list[Gpu], prices: dict[str, Price], scenario: Scenario) -> list[str]:
