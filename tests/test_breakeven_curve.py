@@ -4,6 +4,7 @@ MIP per scale gives; the chart thins its points only where the fleet is large.""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -13,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.fleet import scaled
-from planner.fleet.solver import SolverOptions
+from planner.fleet.matrix import build_model
+from planner.fleet.solver import SolverOptions, solve
 from planner.fleet.steady import FleetProblem, build_lp, solve_fleet
 from planner.fleet.synthetic import synthetic_problem
 from planner.planning import breakeven
@@ -92,9 +94,85 @@ def test_arrays_carry_the_pulp_model_by_hand():
 def test_the_arrays_keep_every_row_of_the_fleet_model():
     problem = _pools(3)
     lp = build_lp(problem)[0]
-    built = scaled.ScaledFleet(problem, EXACT)
-    assert built.model.n_rows == len(lp.constraints)
-    assert built.model.n_cols == len(lp.variables())
+    built = build_model(problem).model
+    assert built.n_rows == len(lp.constraints)
+    assert built.n_cols == len(lp.variables())
+
+
+def _rich_pools(seed: int) -> FleetProblem:
+    """Two classes (one without a TTFT bound), four prefill and four decode candidates on two
+    GPU types, some pools balanced within their GPU type (scale-up), some fleet-wide."""
+    rng = np.random.default_rng(seed)
+    role = ("aggregated",) * 2 + ("prefill",) * 4 + ("decode",) * 4
+    n = len(role)
+    gpu = tuple(str(g) for g in rng.choice(["a", "b"], n))
+    up = rng.random(n) < 0.4
+    cost = rng.uniform(1.0, 8.0, n).round(2)
+    capacity = cost[:, None] * rng.uniform(0.5, 1.5, (n, 2))
+    capacity[rng.random((n, 2)) < 0.2] = 0.0
+    capacity[:2] *= 0.4  # aggregated replicas dear, so most optima take pools
+    capacity[:2, 1] = np.maximum(capacity[:2, 1], 0.5)  # the unbounded class has a server
+    return FleetProblem(
+        gpu=gpu,
+        tp=tuple(int(t) for t in rng.choice([1, 2], n)),
+        cost_per_hour=cost,
+        capacity=capacity,
+        demand=rng.uniform(2.0, 20.0, 2),
+        role=role,
+        ttft_part_ms=rng.uniform(10.0, 1000.0, (n, 2)),
+        ttft_sla_ms=np.array([1000.0, np.inf]),
+        kv_group=tuple(
+            g if u and r != "aggregated" else "" for g, u, r in zip(gpu, up, role, strict=True)
+        ),
+        min_replicas=int(rng.integers(0, 3)),
+    )
+
+
+def _objective(model, options=EXACT) -> float:
+    """The proven optimum; inf where the model is infeasible."""
+    out = solve(model, options)
+    assert out.status in ("optimal", "infeasible")
+    return out.objective if out.status == "optimal" else math.inf
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), scale=st.sampled_from([0.05, 0.5, 1.0, 4.0]))
+def test_hall_rows_carry_what_the_buckets_carry(seed, scale):
+    """One load per pool and class with Hall's rows is the bucket model projected: the same LP
+    optimum (the relaxation) and the same MIP optimum, at any demand."""
+    problem = _rich_pools(seed).scaled(scale)
+    buckets, hall = build_model(problem).model, build_model(problem, compact=True).model
+    assert hall.n_cols < buckets.n_cols
+    lp = (_objective(buckets.relaxed()), _objective(hall.relaxed()))
+    mip = (_objective(buckets), _objective(hall))
+    for bucket_model, hall_model in (lp, mip):  # infeasible in one, infeasible in the other
+        assert math.isinf(hall_model) == math.isinf(bucket_model)
+    if math.isfinite(lp[0]):
+        assert lp[1] == pytest.approx(lp[0], rel=1e-7, abs=1e-7)
+    if math.isfinite(mip[0]):
+        assert mip[1] == pytest.approx(mip[0], rel=1e-9, abs=1e-9)
+
+
+def test_hall_rows_keep_a_pairing_the_ttft_bound_forbids_out():
+    """Prefill P takes 900 of the 1,000 ms bound, so only buckets whose decode share is at
+    most 10% (the first three) admit it; decode D1 (300 ms) needs the 35% bucket and cannot
+    pair with it, decode D2 (40 ms) can. D1 is cheaper: a balance that ignored the buckets
+    would take it, the rows take D2."""
+    problem = FleetProblem(
+        gpu=("g", "g", "g"),
+        tp=(1, 1, 1),
+        cost_per_hour=np.array([1.0, 1.0, 5.0]),
+        capacity=np.array([[10.0], [10.0], [10.0]]),
+        demand=np.array([5.0]),
+        role=("prefill", "decode", "decode"),
+        ttft_part_ms=np.array([[900.0], [300.0], [40.0]]),
+        ttft_sla_ms=np.array([1000.0]),
+    )
+    built = build_model(problem, compact=True)
+    out = solve(built.model, EXACT)
+    assert built.replicas(out.values).tolist() == [1, 0, 1]
+    assert out.objective == pytest.approx(6.0)
+    assert _objective(build_model(problem).model) == pytest.approx(6.0)
 
 
 def test_redundancy_and_cbc_keep_a_fresh_solve_per_scale():

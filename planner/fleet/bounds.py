@@ -82,6 +82,6 @@ def _least_cost(problem: FleetProblem, options: SolverOptions, integer: bool) ->
     """The fleet model over the undominated candidates, on the cost alone, solved as a MIP
     (without HiGHS's sub-MIPs and restarts: small) or as its LP relaxation."""
     kept = problem.restricted(dominance.undominated(problem))
-    built = build_model(kept, integer=integer)
+    built = build_model(kept, integer=integer, compact=True)  # the cost alone
     model = replace(built.model, cost=built.cost_only(kept), sub_mips=False, restarts=False)
     return solve(model, options)

@@ -95,23 +95,33 @@ class _Rows:
         return i
 
 
-def build_model(problem: FleetProblem, integer: bool = True) -> FleetModel:
+def build_model(problem: FleetProblem, integer: bool = True, compact: bool = False) -> FleetModel:
     """`steady.build_lp(problem, integer)` as arrays (the module docstring): variables are
     numbered replicas, aggregated loads, pool loads, then renumbered by name as PuLP orders
-    them."""
+    them. `compact`: one load per pool candidate and class in place of one per TTFT bucket,
+    balanced by `_hall_rows`: the same fleets and costs from a model a third the size
+    (mixed-traffic: 203 columns and 131 rows against 782 and 247), for the MIPs that ask the
+    cost alone (its equal-cost ties may fall on another fleet than PuLP's model takes)."""
     n = problem.n_candidates
     role = disagg.roles_of(problem)
     load_c, load_w = np.nonzero(problem.capacity > 0)
     agg = role[load_c] == "aggregated"
     load_c, load_w = load_c[agg], load_w[agg]
-    pool_c, pool_w, pool_k = disagg.pool_index(problem)
+    if compact:  # one load per pool candidate and class that some bucket admits
+        pool_c, pool_w = np.nonzero(disagg.eligibility(problem).any(axis=2))
+        pool_k = np.full(len(pool_c), -1)
+    else:
+        pool_c, pool_w, pool_k = disagg.pool_index(problem)
     n_load, n_pool = len(load_c), len(pool_c)
     load_var = n + np.arange(n_load)
     pool_var = n + n_load + np.arange(n_pool)
     names = [
         *(f"n_replicas_c{c}" for c in range(n)),
         *(f"x_load_c{c}_w{w}" for c, w in zip(load_c, load_w, strict=True)),
-        *(f"x_load_c{c}_w{w}_k{k}" for c, w, k in zip(pool_c, pool_w, pool_k, strict=True)),
+        *(
+            f"x_load_c{c}_w{w}" + (f"_k{k}" if k >= 0 else "_pool")
+            for c, w, k in zip(pool_c, pool_w, pool_k, strict=True)
+        ),
     ]
     column = np.empty(len(names), dtype=np.int64)
     column[name_order(names)] = np.arange(len(names))
@@ -131,7 +141,10 @@ def build_model(problem: FleetProblem, integer: bool = True) -> FleetModel:
             [problem.capacity[c, load_w[mine]], problem.capacity[c, pool_w[pools]]]
         )
         rows.add(terms, np.append(1.0 / caps, -1.0), -np.inf, 0.0)
-    _balance_rows(rows, problem, pool_c, pool_w, pool_k, pool_var)
+    if compact:
+        _hall_rows(rows, problem, pool_c, pool_w, pool_var)
+    else:
+        _balance_rows(rows, problem, pool_c, pool_w, pool_k, pool_var)
     for gpu_id, avail in sorted(problem.inventory.items()):
         mine = np.flatnonzero(np.asarray(problem.gpu, dtype=object) == gpu_id)
         if len(mine):
@@ -206,3 +219,35 @@ def _balance_rows(
         members = np.array(flows[key], dtype=np.int64)
         sign = np.where(role[pool_c[members]] == "prefill", 1.0, -1.0)
         rows.add(pool_var[members], sign, 0.0, 0.0)
+
+
+def _hall_rows(
+    rows: _Rows, problem: FleetProblem, pool_c: np.ndarray, pool_w: np.ndarray, pool_var: np.ndarray
+) -> None:
+    """The bucket balance of `_balance_rows` with one load per pool candidate and class.
+
+    A prefill candidate may carry the buckets up to its last eligible one b, a decode candidate
+    those from its first eligible one a (`disagg.eligibility`: the buckets' decode budgets
+    rise), so a prefill and a decode candidate may pair exactly when a <= b, and the sets of
+    partners are nested. Flows then balance over some buckets exactly when (Hall's condition,
+    Gale's theorem for flows) the prefill and decode totals are equal and, for every bucket t,
+    the decode candidates that need a bucket >= t carry no more than the prefill candidates
+    that reach one: sum(y, a >= t) <= sum(x, b >= t); between two decode thresholds the
+    left side stays and the right one only falls, so the thresholds are the rows. Per class
+    and KV balance group."""
+    if not len(pool_c):
+        return
+    role = disagg.roles_of(problem)
+    group = np.asarray(problem.kv_group or ("",) * problem.n_candidates, dtype=object)
+    eligible = disagg.eligibility(problem)[pool_c, pool_w]  # pool loads x buckets
+    first = np.argmax(eligible, axis=1)
+    last = eligible.shape[1] - 1 - np.argmax(eligible[:, ::-1], axis=1)
+    prefill = role[pool_c] == "prefill"
+    threshold = np.where(prefill, last, first)
+    for w, g in sorted(set(zip(pool_w.tolist(), group[pool_c].tolist(), strict=True))):
+        mine = (pool_w == w) & (group[pool_c] == g)
+        rows.add(pool_var[mine], np.where(prefill[mine], -1.0, 1.0), 0.0, 0.0)  # in = out
+        decode_needs = threshold[mine & ~prefill]
+        for t in np.unique(decode_needs[decode_needs > 0]):
+            upper = mine & (threshold >= t)
+            rows.add(pool_var[upper], np.where(prefill[upper], -1.0, 1.0), -np.inf, 0.0)

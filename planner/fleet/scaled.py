@@ -1,9 +1,11 @@
 """The steady fleet MIP at many demand scales, for the break-even analysis (issue 16).
 
-The model is built once as arrays (`fleet/matrix.py`, the same model as `steady.build_lp`);
-each scale changes only the demand rows' right-hand sides and the replica bounds, and
-goes to HiGHS in process. Rebuilding the PuLP model per scale was most of a small solve's time
-(rag: 80 of 100 ms), and the break-even chart solves it at some 20 scales.
+The model is built once as arrays (`fleet/matrix.py`, the same fleets as `steady.build_lp`,
+with the prefill/decode pools' TTFT buckets folded into one load per pool and class:
+`matrix._hall_rows`); each scale changes only the demand rows' right-hand sides and the
+replica bounds, and goes to HiGHS in process. Rebuilding the PuLP model per scale was most
+of a small solve's time (rag: 80 of 100 ms), and the break-even chart solves it at some 20
+scales.
 
 Only problems whose other rows do not depend on the demand come this way (no redundancy that
 holds, vendors or services: their failover rows carry the demand), and only on HiGHS; the
@@ -50,7 +52,7 @@ class ScaledFleet:
     def __init__(self, problem: FleetProblem, options: SolverOptions) -> None:
         self.problem = problem
         self.options = options
-        built = build_model(problem)
+        built = build_model(problem, compact=True)  # the cost alone: pools balanced by Hall
         self.model, self.replica_cols = built.model, built.replica_cols
         self.demand_rows = built.demand_rows
         self.floor_row = built.floor_row  # sum of replicas >= min_replicas
