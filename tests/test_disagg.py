@@ -197,6 +197,12 @@ def test_estimate_disaggregated_end_to_end():
     parts = out["prefill_ms"] + out["prefill_wait_ms"] + out["kv_transfer_ms"]
     assert out["ttft_ms"] > parts + out["tpot_ms"] / 2 - 1e-6
     assert out["cost_per_hour_usd"] == pytest.approx(16 * 2.69)
+    # Little's law over the decode worker: 2 req/s x 255 steps x TPOT in flight, at most the
+    # batch its step is timed at
+    load = out["load"]
+    assert load["kind"] == "rate" and load["rate"] == 2 and load["max_num_seqs"] == 32
+    assert load["batch_in_flight"] == math.ceil(2 * 255 * out["tpot_ms"] / 1e3)
+    assert load["batch_in_flight"] <= load["decode_batch_timed"] == out["decode_batch"]
 
 
 DISAGG_70B = (

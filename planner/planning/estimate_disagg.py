@@ -147,7 +147,11 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     wait_p = float(q.wait_for_prefill(rate / pools.prefill_workers, share, req.statistic))
     slot = float(np.asarray(q.wait_for_slot(b, rate / cap_d, req.output_len * step, req.statistic)))
     kind, value = ("rate", rate) if req.rate is not None else ("utilization", req.utilisation)
-    load = {"kind": kind, kind: value, "batch_in_flight": b, "max_num_seqs": max_num_seqs}
+    # Little's law over a decode worker: what it holds at this rate (its step is timed at the
+    # full batch b, an upper bound on TPOT)
+    held = rate / pools.decode_workers * (req.output_len - 1) * step
+    load = {"kind": kind, kind: value, "batch_in_flight": min(math.ceil(held), b)}
+    load |= {"decode_batch_timed": b, "max_num_seqs": max_num_seqs}
     return _combined(req, pools, pre, dec, rate, (cap_p, cap_d), (wait_p, slot), load)
 
 

@@ -22,9 +22,10 @@ def _load(d: dict) -> str:
     per = f"{load.get('batch_in_flight')} in flight per decode worker"
     if kind == "concurrency":
         return f"Load: concurrency {load['concurrency']} (closed loop); {per}"
+    timed = f"about {per} (TPOT timed at the full batch, {load.get('decode_batch_timed')})"
     if kind == "rate":
-        return f"Load: {load['rate']:g} req/s (open loop, Poisson); {per}"
-    return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {per}"
+        return f"Load: {load['rate']:g} req/s (open loop, Poisson); {timed}"
+    return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {timed}"
 
 
 def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
