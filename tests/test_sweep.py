@@ -161,6 +161,40 @@ def test_the_vary_file_is_strict(tmp_path):
         load_vary(path)
 
 
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        (
+            "vary:\n  x: {lognormal: {median: 10, sigma: 0.5}}\n",
+            [
+                "vary.x: no 'dist:' key",
+                "uniform, normal, lognormal, choice",
+                "write {dist: lognormal, ...}",
+                "e.g. {dist: lognormal, median: 10, sigma: 0.5}",
+            ],
+        ),
+        (
+            "vary:\n  x: {dist: lognorm, median: 10, sigma: 0.5}\n",
+            ["'dist: lognorm' is not a kind here", "(did you mean 'lognormal'?)"],
+        ),
+        (
+            "samples: 5\nvary:\n  x: {dist: uniform, low: 1, high: 2}\n",
+            ["samples: unknown key (give --samples N on the command line)"],
+        ),
+    ],
+)
+def test_a_distribution_without_its_kind_says_how_to_write_it(tmp_path, text, needles):
+    """pydantic's "Unable to extract tag using discriminator 'dist'" becomes the key, its
+    kinds, a close match and an example."""
+    path = tmp_path / "vary.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_vary(path)
+    for needle in needles:
+        assert needle in caught.value.message
+    assert "discriminator" not in caught.value.message
+
+
 def test_spec_modes_and_their_errors():
     vary = VaryFile.model_validate(VARY)
     mode, keys, points = sw.SweepSpec(grid=FAST, vary=vary, samples=3).points()

@@ -325,17 +325,46 @@ def describe_error(err: Mapping[str, Any], model: type[BaseModel]) -> str:
         allowed = _allowed_fields(model, loc)
         hint = close_match(str(loc[-1]), allowed) if allowed else None
         msg = f"{path}: unknown key"
-        if hint:
+        elsewhere = getattr(model, "keys_elsewhere", {}).get(str(loc[-1]))
+        if elsewhere:  # a setting users put in the file that the command line takes
+            msg += f" ({elsewhere})"
+        elif hint:
             msg += f" (did you mean '{hint}'?)"
         if allowed:
             msg += f"; allowed here: {', '.join(allowed)}"
         return msg
     if kind == "missing":
         return f"{path}: required key is missing"
+    if kind in ("union_tag_not_found", "union_tag_invalid"):
+        return f"{path}: {_tag_message(err, model)}"
     text = err.get("msg", "invalid").removeprefix("Value error, ")
     value = err.get("input")
     shown = f" (got {shorten(value)})" if "input" in err and not isinstance(value, dict) else ""
     return f"{text}{shown}" if not loc else f"{path}: {text}{shown}"
+
+
+def _tag_message(err: Mapping[str, Any], model: type[BaseModel]) -> str:
+    """A mapping whose kind key (pydantic's discriminator, `dist:` of a distribution) is
+    missing or unknown: the key, the kinds it takes, a close match, and the model's example
+    (its `tag_examples`), in place of "Unable to extract tag using discriminator"."""
+    ctx = err.get("ctx") or {}
+    key = str(ctx.get("discriminator", "")).strip("'")
+    kinds = list(getattr(model, "tag_kinds", {}).get(key, ()))
+    kinds = kinds or [t.strip(" '") for t in str(ctx.get("expected_tags", "")).split(",")]
+    allowed = ", ".join(k for k in kinds if k)
+    value = err.get("input")
+    if err.get("type") == "union_tag_invalid":
+        tag = str(ctx.get("tag", ""))
+        hint = close_match(tag, kinds)
+        msg = f"'{key}: {short_name(tag)}' is not a kind here; allowed: {allowed}"
+        msg += f" (did you mean '{hint}'?)" if hint else ""
+    else:
+        msg = f"no '{key}:' key naming its kind ({allowed})"
+        named = [k for k in value if k in kinds] if isinstance(value, dict) else []
+        if named:
+            msg += f"; write {{{key}: {named[0]}, ...}}, not {{{named[0]}: {{...}}}}"
+    example = getattr(model, "tag_examples", {}).get(key)
+    return f"{msg}; e.g. {example}" if example else msg
 
 
 def validate(data: Any, model: type[M], source: str | Path) -> M:

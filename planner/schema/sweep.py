@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -80,6 +80,13 @@ Distribution = Annotated[Uniform | Normal | Lognormal | Choice, Field(discrimina
 
 class VaryFile(Strict):
     """What a Monte Carlo sweep draws: `vary: {scenario.key.path: distribution}`, a seed."""
+
+    # what an error names when a distribution's `dist:` is missing or unknown (loading.py)
+    tag_kinds: ClassVar[dict[str, tuple[str, ...]]] = {
+        "dist": ("uniform", "normal", "lognormal", "choice")
+    }
+    tag_examples: ClassVar[dict[str, str]] = {"dist": "{dist: lognormal, median: 10, sigma: 0.5}"}
+    keys_elsewhere: ClassVar[dict[str, str]] = {"samples": "give --samples N on the command line"}
 
     seed: int | None = Field(default=None, ge=0)
     vary: dict[str, Distribution] = Field(min_length=1)
