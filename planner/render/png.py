@@ -126,9 +126,9 @@ def break_even_all(analysis: BuildVsBuy, current: float, path: Path) -> Path:
         ylabel="$ per month",
         title=analysis.chart_title,
     )
-    # every line rises with the volume, so the lower right stays empty for the legend; the
-    # label sits at the top in axes coordinates (it was placed at the data's top before the
-    # log scale and hid under the legend)
+    # the label sits at the top in axes coordinates (it was placed at the data's top before
+    # the log scale and hid under the legend); the legend goes below the axes, where a dozen
+    # APIs' lines cannot run under it
     ax.text(
         current,
         0.98,
@@ -138,5 +138,22 @@ def break_even_all(analysis: BuildVsBuy, current: float, path: Path) -> Path:
         color="gray",
         transform=ax.get_xaxis_transform(),
     )
-    ax.legend(fontsize=6, ncol=2, loc="lower right")
+    _plain_log_ticks(ax.xaxis, ax.get_xlim(), "{:g}")
+    _plain_log_ticks(ax.yaxis, ax.get_ylim(), "${:,.0f}")
+    ax.legend(fontsize=6, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.1))
     return _save(fig, path)
+
+
+def _plain_log_ticks(axis, limits: tuple[float, float], form: str) -> None:
+    """Tick labels of a log axis as plain numbers (2, 10, $5,000), not 2 x 10^0; over less than
+    2.5 decades also at the 2s and 5s between the powers of ten, which matplotlib otherwise
+    labels as overlapping '3 x 10^0 4 x 10^0'."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: form.format(v)))
+    lo, hi = limits
+    if lo > 0 and np.log10(hi / lo) < 2.5:
+        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        axis.set_minor_formatter(FuncFormatter(lambda v, _: form.format(v)))
+    else:
+        axis.set_minor_formatter(NullFormatter())
