@@ -15,7 +15,7 @@ from planner.inputs.scenarios import load_scenario
 from planner.planning import sweep as sw
 from planner.planning.breakeven import analyse
 from planner.planning.pipeline import plan
-from planner.planning.report import plan_report, sweep_report
+from planner.planning.report import demand_chart, plan_report, sweep_report
 from planner.schema.sweep import VaryFile
 
 pytest.importorskip("plotly", reason="the HTML report needs plotly (pip install -e '.[html]')")
@@ -183,6 +183,23 @@ def test_the_break_even_chart_draws_every_api_its_title_speaks_of(plan_page, cat
     ]
     assert crosses, "build-vs-api: some API line crosses the self-hosted line"
     assert chart.title == "Build vs buy: where self-hosting becomes cheaper"
+
+
+def test_the_line_a_chart_is_about_is_black_and_the_demand_bar_is_named(plan_page, catalog):
+    """Self-hosting on the break-even chart and demand on the daily chart are drawn black and
+    thick (the self-hosted line was blue among a dozen APIs); a single-period plan's demand
+    bar stands at "peak demand", not at "fleet" beside "capacity"."""
+    from planner.render.html import figure
+
+    report, _ = plan_page
+    for chart_id in ("breakeven", "demand"):
+        chart = next(c for c in report.charts if c.id == chart_id)
+        first, *rest = figure(chart).data
+        assert (first.line.color, first.line.width) == ("#000000", 3)
+        assert all(t.line.color != "#000000" for t in rest)
+    scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
+    bars = demand_chart(plan(scenario, cat)).series
+    assert bars[0].x == ["peak demand"] and all(b.x == ["fleet capacity"] for b in bars[1:])
 
 
 def test_chart_colours_never_repeat():

@@ -31,6 +31,7 @@ class Series:
     y: list[Any]
     text: list[str] = field(default_factory=list)
     style: str = ""  # "", "star", "step", "dash"
+    main: bool = False  # the line the chart is about (self-hosting, demand): drawn black
 
 
 @dataclass(frozen=True)
@@ -204,9 +205,12 @@ def demand_chart(result: Plan) -> Chart:
         demand = result.total_requests_per_s
         lines = result.fleet.deployments
         series = (
-            Series("demand at peak", ["fleet"], [demand]),
+            # one bar of demand beside the capacities stacked (the demand's bar was "fleet")
+            Series("demand at peak", ["peak demand"], [demand]),
             *(
-                Series(f"{d.gpu} {_par(d)} {d.quant}", ["capacity"], [d.capacity_requests_per_s])
+                Series(
+                    f"{d.gpu} {_par(d)} {d.quant}", ["fleet capacity"], [d.capacity_requests_per_s]
+                )
                 for d in lines
             ),
         )
@@ -223,7 +227,7 @@ def demand_chart(result: Plan) -> Chart:
     demand = (tp.profile * result.total_requests_per_s).tolist()
     capacity = slot_capacity(result)[tp.slots.hour_slot].tolist()
     series = (
-        Series("demand", hours, demand, style="step"),
+        Series("demand", hours, demand, style="step", main=True),
         Series("fleet capacity (first block)", hours, capacity, style="step"),
     )
     return Chart(
@@ -310,6 +314,7 @@ def break_even_chart(result: Plan, analysis: BuildVsBuy | None) -> Chart | None:
             volume.tolist(),
             own.tolist(),
             style="step" if analysis.stepwise else "",
+            main=True,
         ),
         *(Series(f"API: {label}", volume.tolist(), line.tolist()) for label, line in apis.items()),
     )

@@ -69,13 +69,14 @@ def _trace(go: Any, chart: Chart, s: Series, i: int) -> Any:
         return go.Scatter(x=s.x, y=s.y, mode="markers", name=s.name, text=hover, marker=marker)
     if chart.kind == "line":
         shape = "hv" if s.style == "step" else "linear"
+        line = {"shape": shape, "color": "#000000", "width": 3} if s.main else {}
         return go.Scatter(
             x=s.x,
             y=s.y,
             mode="lines",
             name=s.name,
             text=hover,
-            line={"shape": shape, "color": color},
+            line={"shape": shape, "color": color, **line},
         )
     if chart.kind == "histogram":
         return go.Histogram(x=s.x, name=s.name, marker={"color": color}, nbinsx=40)
