@@ -7,8 +7,9 @@ catalog model/GPU are predicted: rows with expert parallelism or attention data 
 
 * TPOT: the decode pool's step at its batch (`decode_batch_size` per decode worker, capped by
   memory), no prefill interruption: the `role: decode` row's `tpot_ms`;
-* TTFT (idle): prefill of one prompt on a prefill worker + the KV transfer over the scale-out
-  link (where the catalog has a sourced one; else left out and said) + half a decode step.
+* TTFT (idle): prefill of one prompt on a prefill worker + the engine's per-request latency
+  + the KV transfer over the scale-out link (where the catalog has a sourced one; else left
+  out and said) + half a decode step.
   The rows are closed loops whose concurrency is not always published; queueing is left out,
   so the prediction is a floor and rows measured deep in a queue sit far above it.
 * TTFT (closed loop): where a row's id publishes its concurrency (`_c480_`), the closed loop
@@ -84,7 +85,8 @@ def predict(catalog, raw: pd.Series) -> dict:
     pre = _row(catalog, raw, "prefill", p_tp, 1)
     linked = str(pre["role"]) == "prefill"
     xfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"])) if linked else 0.0
-    ttft = float(pre["prefill_ms"]) + xfer + float(dec["tpot_step_ms"]) / 2
+    host = float(pre["eff_request_overhead_ms"])  # the engine's per-request latency (#10)
+    ttft = float(pre["prefill_ms"]) + host + xfer + float(dec["tpot_step_ms"]) / 2
     clients = re.search(r"_c(\d+)_", str(raw["id"]))
     closed = math.nan
     if clients:  # the published concurrency: the closed loop on both pools

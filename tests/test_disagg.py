@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +74,10 @@ def test_pool_rows_hand_computed(catalog):
     # prefill pool: R = 1 / t_share, no TPOT, TTFT part = prefill + send (+ M/D/1 wait)
     assert pre.requests_per_s == pytest.approx(1e3 / pre.prefill_share_ms)
     assert math.isnan(pre.tpot_ms)
-    assert pre.ttft_unloaded_ms == pytest.approx(pre.prefill_ms + pre.kv_transfer_ms)
+    # the engine's per-request latency, paid once, where the request enters (#10)
+    host = pre.eff_request_overhead_ms
+    assert host == pytest.approx(63.07, abs=0.01)  # the vllm profile's Hopper value
+    assert pre.ttft_unloaded_ms == pytest.approx(pre.prefill_ms + pre.kv_transfer_ms + host)
     rho = 0.8 * pre.requests_per_s * pre.prefill_share_ms / 1e3
     wait = pre.prefill_share_ms * rho / (2 * (1 - rho))  # M/D/1 mean wait
     assert pre.ttft_ms == pytest.approx(pre.ttft_unloaded_ms + wait)
@@ -158,10 +162,11 @@ def test_pruning_keeps_roles_apart():
     assert list(prune_dominated(offered).keys["role"]) == ["aggregated", "decode"]
 
 
-def _solve(tmp_path: Path, mode) -> dict:
+def _solve(tmp_path: Path, mode, **sla) -> dict:
     data = yaml.safe_load(LONG.read_text())
     data["search"]["disaggregated"] = mode
-    path = tmp_path / f"long-{mode}.yaml"
+    data["sla"].update(sla)
+    path = tmp_path / f"long-{mode}-{len(sla)}.yaml"
     path.write_text(yaml.safe_dump(data))
     res = invoke("solve", str(path), "--json")
     assert res.exit_code == 0, res.output
@@ -227,7 +232,9 @@ def test_disaggregated_closed_loop_alone_is_prefill_transfer_and_half_a_step():
         "num_prompts": None, "first_round_share": 0.0,
     }  # fmt: skip
     assert out["prefill_wait_ms"] == 0 and out["decode_slot_wait_ms"] == 0
-    alone = out["prefill_ms"] + out["kv_transfer_ms"] + out["tpot_ms"] / 2
+    assert out["request_overhead_ms"] > 0  # the engine's per-request latency, as aggregated
+    alone = out["prefill_ms"] + out["request_overhead_ms"] + out["kv_transfer_ms"]
+    alone += out["tpot_ms"] / 2
     assert out["ttft_ms"] == pytest.approx(alone, rel=1e-9)  # JSON: shortest floats
     assert out["requests_per_s"] == pytest.approx(1e3 / (alone + 399 * out["tpot_ms"]), rel=1e-9)
 
@@ -262,6 +269,24 @@ def test_disaggregated_decode_pool_full_makes_clients_wait_for_a_slot():
     assert out["decode_slot_wait_ms"] > 10_000
 
 
+def test_pools_that_pair_within_no_split_of_the_bound_are_explained(tmp_path):
+    """Long prompts at p90 within 3 s: every prefill pool's part alone nearly fills the bound,
+    so none leaves a decode pool its 2% share; no aggregated replica meets it either. Exit 1
+    naming the class, both parts and the bound that would pair them (it was exit 3, "likely
+    beyond the solver's numerical range")."""
+    data = yaml.safe_load(LONG.read_text())
+    data["sla"]["statistic"] = "p90"
+    path = tmp_path / "long-p90-3s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    res = invoke("solve", str(path), "--no-export")
+    assert res.exit_code == 1, res.output
+    assert "no prefill pool pairs with a decode pool within its bound of 3,000 ms" in res.output
+    need = int(re.search(r"relax sla.ttft_ms to at least ([\d,]+)", res.output)[1].replace(",", ""))
+    data["sla"]["ttft_ms"] = need
+    path.write_text(yaml.safe_dump(data))
+    assert invoke("solve", str(path), "--no-export").exit_code == 0  # that bound pairs them
+
+
 def test_disaggregated_refuses_a_benchmarks_first_round():
     res = CliRunner().invoke(cli, [*DISAGG_70B, "--concurrency", "8", "--num-prompts", "80"])
     assert res.exit_code == 2 and "--num-prompts" in res.output, res.output
@@ -289,10 +314,11 @@ def test_disaggregated_must_be_auto_true_or_false(tmp_path):
 
 
 def test_percentile_premium_places_pools_by_their_mean_ttft(tmp_path):
-    """The mean-TTFT re-solve of a p90 plan is the plan of the same scenario on the mean."""
-    mean = _solve(tmp_path, "auto")
+    """The mean-TTFT re-solve of a p90 plan is the plan of the same scenario on the mean (at
+    a 3.5 s bound: at 3 s no prefill pool's p90 part leaves room for a decode pool)."""
+    mean = _solve(tmp_path, "auto", ttft_ms=3500)
     data = yaml.safe_load(LONG.read_text())
-    data["sla"]["statistic"] = "p90"
+    data["sla"].update(statistic="p90", ttft_ms=3500)
     path = tmp_path / "long-p90.yaml"
     path.write_text(yaml.safe_dump(data))
     res = invoke("solve", str(path), "--json")

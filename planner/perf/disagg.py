@@ -70,7 +70,10 @@ def apply_roles(model: Model, df: Frame, out: dict, utilisation: float, statisti
     else:
         wait_pre = q.wait_for_prefill(load, t_share, statistic)
         wait_dec = q.wait_for_slot(batch, utilisation, o_len * step, statistic)
-    idle = np.where(pre, t_pf + xfer, step / 2.0 + xfer)
+    # the engine's per-request latency (#10, `eff_request_overhead_ms`: tokenising, scheduling,
+    # the first token's return) is paid once, where the request enters: on the prefill side
+    host = _col(df, "eff_request_overhead_ms") * 1e-3
+    idle = np.where(pre, t_pf + xfer + host, step / 2.0 + xfer)
     ttft = idle + np.where(pre, wait_pre, wait_dec)
     _overwrite(out, pre | dec, pre, dec, step, rate, load, idle, ttft, df)
 

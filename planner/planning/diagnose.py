@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from planner.errors import InfeasibleError, SolverError
+from planner.fleet import disagg as fleet_disagg
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.perf import columns
@@ -192,12 +193,53 @@ def _unbounded_failure(problem: FleetProblem, status: str, names: list[str]) -> 
                 f"demand: no offered candidate can carry class '{names[w]}' at its SLA; "
                 "relax its SLA or allow more GPUs, tensor-parallel degrees or quantizations"
             )
+    unpaired = _unpaired_pools(problem, names)
+    if unpaired:
+        return unpaired
     raise SolverError(
         f"the solver found no fleet even without the budget and GPU limits ({status}), "
         f"which always admit one: the demand ({problem.demand.sum():.3g} requests/s) or the "
         "costs are likely beyond its numerical range; raise solver.time_limit_s or scale "
         "the scenario down"
     )
+
+
+def _unpaired_pools(problem: FleetProblem, names: list[str]) -> str | None:
+    """A class that only prefill/decode pools carry, where no prefill pool and decode pool fit
+    one split of its TTFT bound (`fleet.disagg`: 2-75% of it to the decode side): each pool
+    meets the bound alone, yet no pair does. None where every class has a pair."""
+    if not fleet_disagg.has_roles(problem) or problem.ttft_part_ms is None:
+        return None
+    role = fleet_disagg.roles_of(problem)
+    group = np.asarray(problem.kv_group or ("",) * problem.n_candidates, dtype=object)
+    eligible = fleet_disagg.eligibility(problem)
+    shares = np.asarray(fleet_disagg.DECODE_TTFT_SHARES)
+    for w, name in enumerate(names):
+        carried = problem.capacity[:, w] > 0
+        if (carried & (role == "aggregated")).any():
+            continue
+        pre, dec = (carried & (role == "prefill")), (carried & (role == "decode"))
+        same = group[pre][:, None] == group[dec][None, :]
+        common = (eligible[pre, w][:, None, :] & eligible[dec, w][None, :, :]).any(axis=2)
+        if (same & common).any() or not (pre.any() and dec.any()):
+            continue
+        part = problem.ttft_part_ms[:, w]
+        # the least bound some pair fits: P <= (1 - f) X and D <= f X for a split f
+        need = np.maximum(
+            part[pre][:, None, None] / (1 - shares), part[dec][None, :, None] / shares
+        ).min(axis=2)
+        need = np.where(same, need, np.inf)
+        bound = float(problem.ttft_sla_ms[w])  # type: ignore[index]
+        return (
+            f"TTFT of class '{name}': only prefill/decode pools carry it, and no prefill pool "
+            f"pairs with a decode pool within its bound of {bound:,.0f} ms (the bound is "
+            f"split between the two sides, {100 * shares[0]:g}-{100 * shares[-1]:g}% to "
+            f"decode; the quickest prefill part is {part[pre].min():,.0f} ms, the quickest "
+            f"decode part {part[dec].min():,.0f} ms); relax sla.ttft_ms to at least "
+            f"{math.ceil(float(need.min())):,}, or allow faster GPUs, more tensor "
+            "parallelism or lower-bit quantizations (no aggregated replica meets its SLA)"
+        )
+    return None
 
 
 def _fleet_text(problem: FleetProblem, replicas: np.ndarray) -> str:

@@ -10,8 +10,9 @@ candidate grid evaluated with its role (perf/disagg.py); here the two are combin
 * the KV moves over the scale-up link (NVLink) when both pools fit one scale-up domain of one
   node, else over the scale-out network (perf/kv_link.py);
 * at the load (an open-loop `rate`, else `utilisation` x capacity), split evenly over each
-  pool's workers: TTFT = t_pf + M/D/1 wait behind other prompts + KV transfer
-  max(t_send, t_recv) + half a decode step + M/D/c wait for a decode slot;
+  pool's workers: TTFT = t_pf + the engine's per-request latency (as an aggregated replica
+  pays it) + M/D/1 wait behind other prompts + KV transfer max(t_send, t_recv) + half a
+  decode step + M/D/c wait for a decode slot;
 * or a closed loop of C clients (`concurrency`, what a benchmark's --max-concurrency runs),
   as `planning.estimate.closed_loop` runs one for an aggregated replica: each decode worker
   holds b = min(ceil(C / workers), max_num_seqs, what memory holds); TTFT = t_pf + the wait
@@ -173,7 +174,8 @@ def _closed_loop(
     b = int(dec["batch"])
     slot = 0.0  # a wait for a decode slot only where the decode pool is the full one
     transfer_s = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"])) / 1e3
-    fixed = float(pre["prefill_ms"]) / 1e3 + transfer_s + step / 2.0
+    host_s = float(pre["eff_request_overhead_ms"]) / 1e3  # the per-request latency (#10)
+    fixed = float(pre["prefill_ms"]) / 1e3 + host_s + transfer_s + step / 2.0
     decoding = (req.output_len - 1) * step
 
     def wait(rate: float) -> float:  # behind the other clients' prompts, per prefill worker
@@ -217,7 +219,9 @@ def _combined(
     step = float(dec["tpot_step_ms"]) / 1e3
     b = int(dec["batch"])
     transfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"]))
-    ttft = float(pre["prefill_ms"]) + wait_p * 1e3 + transfer + step / 2.0 * 1e3 + slot * 1e3
+    host = float(pre["eff_request_overhead_ms"])  # the engine's per-request latency (#10)
+    ttft = float(pre["prefill_ms"]) + host + wait_p * 1e3 + transfer + step / 2.0 * 1e3
+    ttft += slot * 1e3
     per_p, per_d = int(pre["gpus_per_replica"]), int(dec["gpus_per_replica"])
     gpus = pools.prefill_workers * per_p + pools.decode_workers * per_d
     price = float(pre["price_usd_per_gpu_hour"])
@@ -236,6 +240,7 @@ def _combined(
         "decode_gpus_per_worker": per_d,
         "gpus": gpus,
         "prefill_ms": float(pre["prefill_ms"]),
+        "request_overhead_ms": host,
         "prefill_wait_ms": wait_p * 1e3,
         "kv_transfer_ms": transfer,
         "kv_link": str(pre["kv_link"]),

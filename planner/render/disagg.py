@@ -28,6 +28,12 @@ def _load(d: dict) -> str:
     return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {timed}"
 
 
+def _join(d: dict) -> float:
+    """The TTFT's rest: half a decode step and the wait for a decode slot."""
+    known = ("prefill_ms", "request_overhead_ms", "prefill_wait_ms", "kv_transfer_ms")
+    return d["ttft_ms"] - sum(d[k] for k in known)
+
+
 def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
     """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost; each line
     wrapped to the layout's width (100 columns unless --wide)."""
@@ -41,10 +47,10 @@ def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
             f"({d['gpus']} GPUs); {d['input_len']:,.0f} in / {d['output_len']:,.0f} out tokens",
             _load(d),
             f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
+            f"+ per-request latency {d['request_overhead_ms']:,.0f} "
             f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
             f"{d['kv_transfer_ms']:,.1f} over {d.get('kv_link', 'scale-out')} + join decode and "
-            f"slot wait "
-            f"{d['ttft_ms'] - d['prefill_ms'] - d['prefill_wait_ms'] - d['kv_transfer_ms']:,.1f}",
+            f"slot wait {_join(d):,.1f}",
             f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)",
             f"Capacity: prefill pool {d['prefill_capacity_requests_per_s']:.3g} req/s, decode "
             f"pool {d['decode_capacity_requests_per_s']:.3g} req/s ({d['binding_pool']} binds); "
