@@ -15,12 +15,12 @@ candidate grid evaluated with its role (perf/disagg.py); here the two are combin
   decode step + M/D/c wait for a decode slot;
 * or a closed loop of C clients (`concurrency`, what a benchmark's --max-concurrency runs),
   as `planning.estimate.closed_loop` runs one for an aggregated replica: each decode worker
-  holds b = min(ceil(C / workers), max_num_seqs, what memory holds); TTFT = t_pf + the wait
-  behind the other C - 1 clients' prompts (M/D/1 per prefill worker at their share of the
-  rate X) + the transfer + half a step, where X solves Little's law over the clients,
-  X (TTFT(X) + (O - 1) TPOT) = C, below min(R_p, R_d); where no X does, the smaller pool is
-  full and holds the rest of the clients' cycle: in the prefill queue, or waiting for a decode
-  slot;
+  holds b = min(ceil(C / workers), max_num_seqs, what memory holds); TTFT = t_pf + the
+  per-request latency + the wait behind the other C - 1 clients' prompts (M/D/1 per
+  prefill worker at their share of the rate X) + the transfer + half a step, where X
+  solves Little's law over the clients, X (TTFT(X) + (O - 1) TPOT) = C, below
+  min(R_p, R_d); where no X does, the smaller pool is full and holds the rest of the
+  clients' cycle: in the prefill queue, or waiting for a decode slot;
 * TPOT = the decode step at the decode batch (no prefill interrupts it);
 * cost = (prefill GPUs + decode GPUs) x the GPU price, GPUs = workers x GPUs per worker.
 """
@@ -135,6 +135,20 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     cap_d = pools.decode_workers * float(dec["requests_per_s"])
     if req.concurrency is not None:
         return _closed_loop(req, pools, pre, dec, (cap_p, cap_d), max_num_seqs)
+    return _open_loop(req, pools, pre, dec, (cap_p, cap_d), max_num_seqs)
+
+
+def _open_loop(
+    req: EstimateRequest,
+    pools: Pools,
+    pre: Row,
+    dec: Row,
+    caps: tuple[float, float],
+    max_num_seqs: int,
+) -> dict:
+    """Poisson arrivals at `rate` (else `utilisation` x the smaller pool's capacity), split
+    evenly over each pool's workers: M/D/1 behind other prompts, M/D/c for a decode slot."""
+    cap_p, cap_d = caps
     capacity = min(cap_p, cap_d)
     rate = req.rate if req.rate is not None else req.utilisation * capacity
     if rate >= capacity:
@@ -153,7 +167,7 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     held = rate / pools.decode_workers * (req.output_len - 1) * step
     load = {"kind": kind, kind: value, "batch_in_flight": min(math.ceil(held), b)}
     load |= {"decode_batch_timed": b, "max_num_seqs": max_num_seqs}
-    return _combined(req, pools, pre, dec, rate, (cap_p, cap_d), (wait_p, slot), load)
+    return _combined(req, pools, pre, dec, rate, caps, (wait_p, slot), load)
 
 
 def _closed_loop(
