@@ -82,13 +82,15 @@ def catalog_model_of(repo: str, catalog: Catalog) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-def _model_from_results(paths: Sequence[Path], identity: Identity, catalog: Catalog) -> Identity:
+def _model_from_results(
+    results: Sequence[list[dict]], identity: Identity, catalog: Catalog
+) -> Identity:
     """`identity` with the model named by the results' own `model_id` (vllm bench serve writes
     the served repository) when --model is not given and every result names the same catalog
     model; else unchanged (the caller asks for --model)."""
     if identity.model is not None:
         return identity
-    repos = {str(doc.get("model_id") or "") for path in paths for doc in read_json_results(path)}
+    repos = {str(doc.get("model_id") or "") for docs in results for doc in docs}
     models = {catalog_model_of(repo, catalog) for repo in repos if repo}
     if len(repos) != 1 or len(models) != 1 or None in models:
         return identity
@@ -113,8 +115,9 @@ def read_measurements(
     kinds = [(Path(p), input_kind(p)) for p in paths]
     ids: dict = {}
     json_inputs = [p for p, k in kinds if k == "json"]
+    results = {p: read_json_results(p) for p in json_inputs}  # each file read once
     if json_inputs:
-        identity = _model_from_results(json_inputs, identity, catalog)
+        identity = _model_from_results(list(results.values()), identity, catalog)
         missing = identity.missing()
         if missing:
             raise InputError(
@@ -129,7 +132,7 @@ def read_measurements(
         if kind == "csv":
             frame = read_csv_measurements(path, catalog)
         else:
-            frame = vllm_result_rows(read_json_results(path), ids, str(path), identity)
+            frame = vllm_result_rows(results[path], ids, str(path), identity)
         parts.append(frame.assign(input=str(path), input_row=frame["row_id"].to_numpy()))
     out = pd.concat(parts, ignore_index=True)
     check_row_count(len(out), ", ".join(str(p) for p in paths))

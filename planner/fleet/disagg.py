@@ -60,6 +60,11 @@ def roles_of(problem: FleetProblem) -> np.ndarray:
     return np.asarray(problem.role, dtype=object)
 
 
+def groups_of(problem: FleetProblem) -> np.ndarray:
+    """Each candidate's KV balance group ("" when the problem names none: one fleet-wide)."""
+    return np.asarray(problem.kv_group or ("",) * problem.n_candidates, dtype=object)
+
+
 def _budgets(problem: FleetProblem, w: int) -> tuple[float, ...]:
     """The decode-side TTFT budgets (ms) of class w's buckets; one unbounded bucket if the
     class has no TTFT bound."""
@@ -120,8 +125,7 @@ def add_balance(lp: pulp.LpProblem, problem: FleetProblem, loads: PoolLoads) -> 
     pool carries on."""
     import pulp
 
-    role = roles_of(problem)
-    group = problem.kv_group or ("",) * problem.n_candidates
+    role, group = roles_of(problem), groups_of(problem)
     flows: dict[tuple[int, int, str], list] = {}
     for (c, w, k), v in loads.items():
         sign = 1.0 if role[c] == "prefill" else -1.0

@@ -69,7 +69,7 @@ class _Facts:
         self.gpus = np.asarray(problem.tp, dtype=float)
         self.capacity = np.asarray(problem.capacity, dtype=float)
         self.role = disagg.roles_of(problem)
-        self.group = np.asarray(problem.kv_group or ("",) * n, dtype=object)
+        self.group = disagg.groups_of(problem)
         self.flows = disagg.eligibility(problem).reshape(n, -1)
         self.gpu = np.asarray(problem.gpu, dtype=object)
         self.limited = np.array([g in problem.inventory for g in self.gpu], dtype=bool)

@@ -108,7 +108,8 @@ def build_model(problem: FleetProblem, integer: bool = True, compact: bool = Fal
     agg = role[load_c] == "aggregated"
     load_c, load_w = load_c[agg], load_w[agg]
     if compact:  # one load per pool candidate and class that some bucket admits
-        pool_c, pool_w = np.nonzero(disagg.eligibility(problem).any(axis=2))
+        eligible = disagg.eligibility(problem)
+        pool_c, pool_w = np.nonzero(eligible.any(axis=2))
         pool_k = np.full(len(pool_c), -1)
     else:
         pool_c, pool_w, pool_k = disagg.pool_index(problem)
@@ -142,7 +143,7 @@ def build_model(problem: FleetProblem, integer: bool = True, compact: bool = Fal
         )
         rows.add(terms, np.append(1.0 / caps, -1.0), -np.inf, 0.0)
     if compact:
-        _hall_rows(rows, problem, pool_c, pool_w, pool_var)
+        _hall_rows(rows, problem, eligible[pool_c, pool_w], pool_c, pool_w, pool_var)
     else:
         _balance_rows(rows, problem, pool_c, pool_w, pool_k, pool_var)
     for gpu_id, avail in sorted(problem.inventory.items()):
@@ -209,8 +210,7 @@ def _balance_rows(
     equal decode loads out, in the order of their sorted keys."""
     if not len(pool_c):
         return
-    role = disagg.roles_of(problem)
-    group = problem.kv_group or ("",) * problem.n_candidates
+    role, group = disagg.roles_of(problem), disagg.groups_of(problem)
     flows: dict[tuple[int, int, str], list[int]] = {}
     keys = zip(pool_w.tolist(), pool_k.tolist(), pool_c.tolist(), strict=True)
     for i, (w, k, c) in enumerate(keys):
@@ -222,7 +222,12 @@ def _balance_rows(
 
 
 def _hall_rows(
-    rows: _Rows, problem: FleetProblem, pool_c: np.ndarray, pool_w: np.ndarray, pool_var: np.ndarray
+    rows: _Rows,
+    problem: FleetProblem,
+    eligible: np.ndarray,
+    pool_c: np.ndarray,
+    pool_w: np.ndarray,
+    pool_var: np.ndarray,
 ) -> None:
     """The bucket balance of `_balance_rows` with one load per pool candidate and class.
 
@@ -237,9 +242,8 @@ def _hall_rows(
     and KV balance group."""
     if not len(pool_c):
         return
-    role = disagg.roles_of(problem)
-    group = np.asarray(problem.kv_group or ("",) * problem.n_candidates, dtype=object)
-    eligible = disagg.eligibility(problem)[pool_c, pool_w]  # pool loads x buckets
+    role, group = disagg.roles_of(problem), disagg.groups_of(problem)
+    # `eligible`: pool loads x buckets, `disagg.eligibility` at each load's candidate and class
     first = np.argmax(eligible, axis=1)
     last = eligible.shape[1] - 1 - np.argmax(eligible[:, ::-1], axis=1)
     prefill = role[pool_c] == "prefill"

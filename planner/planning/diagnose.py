@@ -211,7 +211,7 @@ def _unpaired_pools(problem: FleetProblem, names: list[str]) -> str | None:
     if not fleet_disagg.has_roles(problem) or problem.ttft_part_ms is None:
         return None
     role = fleet_disagg.roles_of(problem)
-    group = np.asarray(problem.kv_group or ("",) * problem.n_candidates, dtype=object)
+    group = fleet_disagg.groups_of(problem)
     eligible = fleet_disagg.eligibility(problem)
     shares = np.asarray(fleet_disagg.DECODE_TTFT_SHARES)
     for w, name in enumerate(names):
