@@ -60,6 +60,7 @@ NOT_FOR_SOLVE = (
     "scipy",
     "pandas",  # a third of the run (0.19 of 0.62 CPU s): the solve path keeps perf.table.Table
     "pulp",  # the fleet MIPs and LPs of one period go to HiGHS as arrays (fleet/matrix.py)
+    "numpy.ma",  # numpy 2's plain np.unique imports it (12-30 ms): planner.arrays.distinct
 )
 ROOT = Path(__file__).resolve().parent.parent
 # every shipped scenario without a finance section: the plan over time is written in pandas
@@ -159,6 +160,7 @@ def test_a_single_period_workbook_does_not_load_the_plan_over_time(tmp_path, nam
     assert "planner.fleet.overtime" not in modules
     assert "pandas" not in modules
     assert "pulp" not in modules  # the break-even MIPs are arrays too (fleet/matrix.py)
+    assert "numpy.ma" not in modules  # no plain np.unique (planner.arrays.distinct)
 
 
 def test_estimate_loads_no_pandas():

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.arrays import distinct
 from planner.fleet import disagg
 from planner.fleet.solver import Model
 from planner.fleet.steady import TIE_BREAK_PER_GPU, FleetProblem, replica_bounds
@@ -252,6 +253,6 @@ def _hall_rows(
         mine = (pool_w == w) & (group[pool_c] == g)
         rows.add(pool_var[mine], np.where(prefill[mine], -1.0, 1.0), 0.0, 0.0)  # in = out
         decode_needs = threshold[mine & ~prefill]
-        for t in np.unique(decode_needs[decode_needs > 0]):
+        for t in distinct(decode_needs[decode_needs > 0]):
             upper = mine & (threshold >= t)
             rows.add(pool_var[upper], np.where(prefill[upper], -1.0, 1.0), -np.inf, 0.0)

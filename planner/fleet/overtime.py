@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from planner.arrays import distinct
 from planner.errors import SolverError
 from planner.fleet.decompose import column_blocks, solve_by_blocks
 from planner.fleet.solver import Model, Outcome, SolverOptions, solve
@@ -457,7 +458,7 @@ def _hold(problem: TimeProblem, lay: TimeLayout, replicas: np.ndarray, x: np.nda
         held = 0.0
         if tiers:
             price, col = min(tiers)
-            levels = np.unique(np.concatenate([[0.0], used]))
+            levels = distinct(np.concatenate([[0.0], used]))
             if not np.isfinite(od):
                 levels = levels[-1:]
             rent = np.maximum(used[None, :] - levels[:, None], 0.0) @ hours

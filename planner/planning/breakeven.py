@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from planner.arrays import distinct
 from planner.errors import SolverError
 from planner.fleet import disagg, dominance, scaled
 from planner.fleet.bounds import cheapest_per_request
@@ -515,7 +516,7 @@ def curve_scales(cost: SelfCost, scales: np.ndarray = CURVE_SCALES) -> np.ndarra
     dense = scales * reps / top < DENSE_REPLICAS
     first = int(np.argmin(dense)) if not dense.all() else len(scales)
     tail = np.arange(len(scales) - 1, first - 1, -SPARSE_STRIDE)  # down from the last
-    return scales[np.union1d(np.arange(first), tail).astype(int)]
+    return scales[distinct(np.concatenate([np.arange(first), tail])).astype(int)]
 
 
 def cost_curves(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.arrays import distinct
 from planner.errors import InfeasibleError, InputError
 from planner.fleet.overtime import TierPrices, TimeProblem, TimeSolution, solve_time
 from planner.fleet.solver import SolverOptions
@@ -55,7 +56,7 @@ def group_slots(profiles: np.ndarray, weights: np.ndarray, n_slots: int) -> Slot
     day. Slots are ordered busiest first; empty groups are dropped."""
     points = (weights[:, None] * profiles).T  # hours x classes, req/s
     assign = _kmeans(points, min(n_slots, len(points)))
-    groups = [np.flatnonzero(assign == k) for k in np.unique(assign)]
+    groups = [np.flatnonzero(assign == k) for k in distinct(assign)]
     groups.sort(key=lambda g: (-points[g].sum(axis=1).max(), int(g[0])))
     level = np.stack([profiles[:, g].max(axis=1) for g in groups], axis=1)
     share = np.array([len(g) / len(points) for g in groups])

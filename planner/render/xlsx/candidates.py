@@ -9,6 +9,7 @@ from openpyxl.cell.cell import Cell
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.worksheet import Worksheet
 
+from planner.arrays import distinct
 from planner.perf.table import Coded, Column, Table
 from planner.render.xlsx.cells import header
 from planner.render.xlsx.names import CANDIDATE_COLUMNS
@@ -141,10 +142,10 @@ def _distinct_shown(column: Column) -> list[str]:
     made per row."""
     text = _as_text(column)
     if text is not None:
-        present = np.unique(text.codes[text.codes >= 0])
+        present = distinct(text.codes[text.codes >= 0])
         return [str(text.categories[c]) for c in present]
     if not isinstance(column, Coded) and column.dtype.kind in "iub":
-        return [str(v) for v in np.unique(column)]
+        return [str(v) for v in distinct(column)]
     return []
 
 

@@ -12,6 +12,7 @@ from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.chart.shapes import GraphicalProperties
 from openpyxl.worksheet.worksheet import Worksheet
 
+from planner.arrays import distinct
 from planner.perf.table import Table, values
 from planner.planning.plan import Plan
 from planner.render.colours import colour
@@ -46,7 +47,7 @@ def feasible_points(plan: Plan) -> tuple[Table, Table]:
     rows, tpot, cost = rows.take(order), tpot[order], cost[order]
     frontier = rows[_below_running_minimum(rows["class"], cost)]
     if len(rows) > MAX_CHART_POINTS:
-        sample = np.unique(np.linspace(0, len(rows) - 1, MAX_CHART_POINTS).round().astype(int))
+        sample = distinct(np.linspace(0, len(rows) - 1, MAX_CHART_POINTS).round().astype(int))
         rows = rows.take(sample)
     rows = rows.take(np.lexsort((values(rows, "tpot_ms", float), rows.codes("gpu"))))
     by_class = np.lexsort((values(frontier, "tpot_ms", float), frontier.codes("class")))
