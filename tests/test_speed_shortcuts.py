@@ -78,6 +78,7 @@ def _single_gpu_best_counted(problem):
     """`pipeline._single_gpu_best` with its summary skipped, and the GPU type of every MIP
     it solved (the shortcut's point is solving fewer)."""
     calls = []
+    main = solve_fleet(problem, OPTIONS)  # the plan's own fleet, solved before the comparison
 
     def counted(sub, options):
         calls.append(sub.gpu[0])
@@ -87,7 +88,7 @@ def _single_gpu_best_counted(problem):
     pipeline._summarise = lambda sol, *_: sol
     pipeline.solve_fleet = counted
     try:
-        got = pipeline._single_gpu_best(problem, None, None, (), OPTIONS)
+        got = pipeline._single_gpu_best(problem, None, None, (), OPTIONS, main, main)
     finally:
         pipeline._summarise, pipeline.solve_fleet = summarise, solve
     return got, calls
@@ -108,8 +109,14 @@ def test_skipping_picks_what_solving_every_type_picked(seed, tied):
     else:
         assert got is not None
         assert got[1] == want[0]
-        assert np.array_equal(got[0].replicas, want[1])
+        # the same cost; among fleets of equal cost (and GPUs) the plan's own may be another
+        cost = problem.cost_per_hour
+        assert np.dot(cost, got[0].replicas) == pytest.approx(np.dot(cost, want[1]), rel=1e-9)
     assert len(calls) <= len(set(problem.gpu))
+    main = solve_fleet(problem, OPTIONS)
+    used = {problem.gpu[i] for i in np.flatnonzero(main.replicas)}
+    if main.status == "optimal" and len(used) == 1:
+        assert used.pop() not in calls  # the plan's own type: its fleet, no MIP again
 
 
 def _prune_whole_list(offered: Offered) -> np.ndarray:

@@ -259,14 +259,25 @@ def _single_gpu_best(
     rows: Table,
     classes: tuple[RequestClassPlan, ...],
     options: SolverOptions,
+    solution: FleetSolution,
+    fleet: FleetSummary,
 ) -> tuple[FleetSummary, str] | None:
     """The cheapest fleet that uses one GPU type only, for comparison with the optimum (one
     MIP per GPU type over the candidates already offered; only the cheapest is summarised).
     Types are tried cheapest cost floor first, and a type whose floor is above the best
-    fleet found is not solved (issue #16); ties still go to the first GPU id."""
+    fleet found is not solved (issue #16); ties still go to the first GPU id. An optimal
+    `solution` of one GPU type is that type's plan, `fleet` (its summary) with no solve: it is
+    feasible there, and no fleet of a subset of the candidates costs less (issue 16: agent
+    and chatbot solved it again)."""
     best: tuple[float, str, FleetSolution] | None = None
     gpu = np.asarray(problem.gpu, dtype=object)
     subsets = {g: problem.restricted(gpu == g) for g in sorted(set(problem.gpu))}
+    used = set(gpu[solution.replicas > 0].tolist())
+    if solution.status == "optimal" and len(used) == 1:
+        (gpu_id,) = used
+        cost = float(np.dot(problem.cost_per_hour, solution.replicas))
+        best = (cost, gpu_id, solution)
+        del subsets[gpu_id]
     floors = {g: fleet_floor(sub, options) for g, sub in subsets.items()}
     for gpu_id in sorted(subsets, key=lambda g: (floors[g], g)):
         if best is not None and (floors[gpu_id], gpu_id) > (best[0] * (1 + 1e-9), best[1]):
@@ -280,7 +291,9 @@ def _single_gpu_best(
         cost = float(np.dot(sub.cost_per_hour, sol.replicas))
         if best is None or (cost, gpu_id) < best[:2]:
             best = (cost, gpu_id, sol.widened(gpu == gpu_id))
-    return None if best is None else (_summarise(best[2], offered, rows, classes), best[1])
+    if best is None:
+        return None
+    return (fleet if best[2] is solution else _summarise(best[2], offered, rows, classes)), best[1]
 
 
 def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan:
@@ -336,7 +349,11 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     notes += held_notes
     notes += _unbounded_notes(fleet, classes)
     t0 = time.perf_counter()
-    single = _single_gpu_best(problem, offered, rows, classes, options) if comparisons else None
+    single = (
+        _single_gpu_best(problem, offered, rows, classes, options, solution, fleet)
+        if comparisons
+        else None
+    )
     timings["single_gpu"] = time.perf_counter() - t0
     result = Plan(
         scenario_name=scenario.name or "scenario",

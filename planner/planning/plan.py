@@ -298,11 +298,12 @@ class Plan:
 
     @property
     def solves(self) -> tuple[SolveFact, ...]:
-        """Every solve behind the figures: the peak plan, the best single-GPU-type plan, the
-        plan over time and its all-on-demand comparison, each with its status and gap."""
+        """Every solve behind the figures: the peak plan, the best single-GPU-type plan (unless
+        it is the peak plan's own fleet, with no solve), the plan over time and its
+        all-on-demand comparison, each with its status and gap."""
         opt = self.solver
         out = [_solve_fact("peak plan", self.fleet, opt)]
-        if self.single_gpu_best is not None:
+        if self.single_gpu_best is not None and self.single_gpu_best is not self.fleet:
             out.append(_solve_fact("best single-GPU-type plan", self.single_gpu_best, opt))
         ot = self.over_time
         if ot is not None:
