@@ -458,7 +458,7 @@ def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
         chart = plots.break_even_all(analysis, result.total_requests_per_s, target)
     if as_json:
-        _echo(to_json(compare_dict(result, rows)), nl=False)
+        _echo(to_json(compare_dict(result, rows, analysis.notes)), nl=False)
     else:
         _echo(render_compare(result, rows, _layout(wide), analysis.notes))
         if chart:

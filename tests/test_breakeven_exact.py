@@ -301,3 +301,48 @@ def test_a_walk_out_note_names_the_api_the_proven_floor_and_how_close_the_lines_
     assert "0.6% above" in note and "0.5% gap" in note
     far = _walk_out_note(quote, cost, 1200.0, 40.0, None)  # type: ignore[arg-type]
     assert "none in range" in far and "gap" not in far
+
+
+def _compared(api_monthly: float, self_monthly: float, below: float | None):
+    from planner.schema.plan import ApiQuote
+
+    quote = ApiQuote("Nebius", "m", 1.0, 1.0, 0, 0, 0, "test", "2026")
+    return breakeven.Comparison(quote, 0.0, api_monthly, self_monthly, below, None)
+
+
+def test_an_api_cheaper_above_its_break_even_is_explained():
+    """The break-even is the least volume where self-hosting costs no more; a step of the
+    fleet's cost can put a close API below it again at the scenario's demand. The note says
+    which: the steps (the re-planned fleet costs more than the API here too) or the plan's
+    limits (the re-planned fleet, without them, would not)."""
+    from types import SimpleNamespace
+
+    plan = SimpleNamespace(total_requests_per_s=20.0)
+    steps = Steps([0.5, 1.5], [9_000.0, 12_592.0])  # $/month at scale 1: 12,592
+    rows = [_compared(12_379.0, 12_592.0, 8.14)]
+    (note,) = breakeven._recrossing_notes(plan, rows, steps)
+    assert "Nebius m: self-hosting first costs no more than this API at 8.14 req/s" in note
+    assert "the API is cheaper by $213/month" in note and "steps across" in note
+    cheap = Steps([0.5, 1.5], [9_000.0, 12_000.0])  # re-planned: under the API's 12,379
+    (note,) = breakeven._recrossing_notes(plan, rows, cheap)
+    assert "limits" in note and "$12,000/month here" in note
+    assert breakeven._recrossing_notes(plan, [_compared(12_379.0, 12_592.0, 25.0)], steps) == ()
+    assert breakeven._recrossing_notes(plan, [_compared(13_000.0, 12_592.0, 8.14)], steps) == ()
+    assert breakeven._recrossing_notes(plan, [_compared(12_379.0, 12_592.0, None)], steps) == ()
+
+
+def test_compare_json_carries_the_notes_the_text_prints(tmp_path):
+    """chatbot against Nebius: break-even 8.14 req/s, yet the API is cheaper at 20 req/s;
+    `compare --json` says why, as the text does (it had no notes at all)."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    path = str(Path(__file__).resolve().parent.parent / "scenarios" / "chatbot.yaml")
+    out = CliRunner().invoke(cli, ["compare", path, "--json", "--no-plot"], obj={})
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.output)
+    nebius = next(a for a in got["apis"] if a["provider"] == "Nebius")
+    assert nebius["break_even_peak_requests_per_s"] < got["demand_requests_per_s"]
+    assert nebius["api_monthly_usd"] < got["self_hosted_monthly_usd"]
+    assert any(n.startswith("Nebius ") and "steps across" in n for n in got["notes"])

@@ -631,7 +631,7 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
     except SolverError as err:
         notes = (*_stopped_note(over_time), f"self-host vs API chart not drawn: {err.message}")
         return BuildVsBuy(rows, None, notes)
-    notes = _stopped_note(over_time)
+    notes = (*_stopped_note(over_time), *_recrossing_notes(plan, rows, over_time or cost))
     if over_time is None:
         # a thinned tail is drawn point to point (as the workbook's chart draws every curve):
         # a step held over a factor 2 would show costs no fleet has (issue 16)
@@ -640,6 +640,38 @@ def analyse(plan: Plan, progress: Callable[[int], None] | None = None) -> BuildV
     months = over_time.months
     label = f"self-hosted (plan over time re-solved, average of {months} months)"
     return BuildVsBuy(rows, curves, notes, api_curves(plan, curves[0]), label, stepwise=False)
+
+
+def _recrossing_notes(
+    plan: Plan, rows: list[Comparison], cost: SelfCost | TimeSelfCost
+) -> tuple[str, ...]:
+    """Say why an API is cheaper at this demand though its break-even lies below it: the
+    break-even is the least volume at which self-hosting costs no more, and the fleet's cost
+    rises in whole replicas, so it can cross a close API's line again above it (chatbot
+    against Nebius: no dearer at 8.14 req/s, $213/month dearer at 20); or the plan keeps
+    limits the re-planned fleets leave out (the GPU cap, the budget, owned inventory)."""
+    peak = plan.total_requests_per_s
+    notes = []
+    for r in rows:
+        below = r.break_even_peak_requests_per_s
+        if below is None or below > peak * (1 + 1e-9) or not r.api_is_cheaper:
+            continue
+        at_peak = cost(1.0) * (HOURS_PER_MONTH if isinstance(cost, SelfCost) else 1.0)
+        why = (
+            "the plan keeps limits the break-even's re-planned fleets leave out (the GPU cap, "
+            f"the budget, owned inventory); re-planned without them it costs "
+            f"${at_peak:,.0f}/month here"
+            if at_peak <= r.api_monthly_usd
+            else "the fleet grows by whole replicas, so its cost steps across this API's line "
+            "more than once above the break-even"
+        )
+        notes.append(
+            f"{r.quote.provider} {r.quote.provider_model_id}: self-hosting first costs no more "
+            f"than this API at "
+            f"{below:,.2f} req/s, yet at this demand ({peak:,.4g} req/s) the API is cheaper by "
+            f"${r.self_monthly_usd - r.api_monthly_usd:,.0f}/month: {why}"
+        )
+    return tuple(notes)
 
 
 def _stopped_note(cost: TimeSelfCost | None) -> tuple[str, ...]:

@@ -293,8 +293,8 @@ def time_plan_dict(tp: TimePlan) -> dict:
     }
 
 
-def compare_dict(plan: Plan, rows) -> dict:
-    """The comparison as JSON."""
+def compare_dict(plan: Plan, rows, notes: tuple[str, ...] = ()) -> dict:
+    """The comparison as JSON, with the analysis's notes (what the text prints under it)."""
     return {
         "scenario": plan.scenario_name,
         "model": plan.model_id,
@@ -313,4 +313,5 @@ def compare_dict(plan: Plan, rows) -> dict:
             }
             for r in rows
         ],
+        "notes": list(notes),
     }

@@ -540,8 +540,8 @@ def render_compare(plan: Plan, rows, layout: Layout = Layout(), notes: tuple[str
         return head + f"\nNo API in the catalog serves {plan.model_id}."
     body = table(COMPARE_COLUMNS, [_compare_row(r) for r in rows], layout)
     legend = wrap(
-        "cheaper: which costs less a month at this demand; break-even: the peak demand from "
-        "which self-hosting (re-planned at that volume) costs no more than the API, never: "
+        "cheaper: which costs less a month at this demand; break-even: the least peak demand "
+        "at which self-hosting (re-planned at that volume) costs no more than the API, never: "
         "not up to 1000x this demand",
         layout,
     )

@@ -100,7 +100,7 @@ def _cached_term(plan: Plan, q: ApiQuote, r: int) -> str:
 
 def _notes(plan: Plan, analysis: Analysis) -> list[str]:
     notes = [
-        "break-even: the peak demand (and the tokens per month it brings) from which a "
+        "break-even: the least peak demand (and the tokens per month it brings) at which a "
         "self-hosted fleet, re-solved at that volume, costs no more than this API; empty "
         "where self-hosting does not win up to 1000x the scenario's demand"
     ]
