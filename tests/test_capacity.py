@@ -5,6 +5,7 @@ reverse question (latency at a rate), and the command line."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +130,8 @@ def test_16_h100s_binding_and_tokens(fleet16):
     _, _, result = fleet16
     assert result.binding[0] == "GPU count: 16 of 16 h100-sxm in use"
     assert any("TPOT" in b or "TTFT" in b or "memory" in b for b in result.binding[1:])
+    # the next batch up and the class it fails, named as such ('batch 96 (all)' read as a size)
+    assert any(re.search(r"batch \d+ fails class 'all': ", b) for b in result.binding[1:])
     assert result.max_output_tokens_per_s == pytest.approx(result.max_requests_per_second * 256)
     for d in result.deployments:
         assert max(d.tpot_ms_by_class.values()) <= 50 and max(d.ttft_ms_by_class.values()) <= 1000

@@ -526,3 +526,15 @@ def test_api_prices_per_1m_print_in_cents_at_least():
     assert [per_1m(v) for v in (0.1, 0.05, 0.035, 1.2, 12.0, 0.0)] == [
         "0.10", "0.05", "0.035", "1.20", "12.00", "0.00",
     ]  # fmt: skip
+
+
+def test_a_tiny_cost_per_token_is_plain_decimals():
+    """An 8B model on RTX 4090s costs $0.0000922 per 1K output tokens; the Total line printed
+    $9.22e-05 (finance reads these lines)."""
+    from planner.render.tables import per_token_money
+
+    assert per_token_money(9.22e-05) == "$0.0000922"
+    assert per_token_money(0.00074) == "$0.000740"  # three significant digits, zeros kept
+    assert per_token_money(0.00099999) == "$0.00100"  # counted after rounding
+    assert per_token_money(0.0123) == "$0.0123"
+    assert per_token_money(0.0) == "$0.00"

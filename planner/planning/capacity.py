@@ -270,7 +270,7 @@ def _batch_limit(rows: Table, key: dict[str, Any], served: list[str]) -> str:
     for w in served:
         found = why[nxt & (cls == w)]
         if len(found) and found[0]:
-            return f"batch {step} ({w}): {found[0]}"
+            return f"batch {step} fails class '{w}': {found[0]}"
     return f"batch {step} meets the SLA but carries no more at this mix"
 
 

@@ -88,10 +88,16 @@ def money(v: float, digits: int = 2) -> str:
 
 
 def per_token_money(v: float) -> str:
-    """A cost per 1K tokens with the digits it needs (never $0.0007 for $0.00074)."""
+    """A cost per 1K tokens with the digits it needs (never $0.0007 for $0.00074), in plain
+    decimals however small ($0.0000922, not $9.22e-05: finance reads these)."""
     if not math.isfinite(v):
         return "n/a"
-    return f"${v:#.3g}" if abs(v) < 0.01 else f"${v:,.4f}"
+    if abs(v) >= 0.01:
+        return f"${v:,.4f}"
+    if v == 0:
+        return "$0.00"
+    places = 2 - int(f"{v:.2e}".split("e")[1])  # three significant digits, once rounded
+    return f"${v:.{places}f}"
 
 
 def _rich_table(cols: Sequence[Col], rows: Sequence[Sequence[str]], wide: bool) -> Table:
