@@ -51,6 +51,13 @@ class Chart:
 
 
 @dataclass(frozen=True)
+class Money:
+    """A fact in US dollars, so the page writes it as money ($12,592, not 12,592.50)."""
+
+    usd: float
+
+
+@dataclass(frozen=True)
 class Table:
     """A table for the page: a caption, headers and rows of raw values."""
 
@@ -82,23 +89,26 @@ def plan_report(result: Plan, analysis: BuildVsBuy | None = None) -> Report:
         ("engine", result.engine),
         ("peak demand (req/s)", result.total_requests_per_s),
         ("fleet status", fleet.status),
-        ("fleet $/hour", fleet.total_cost_per_hour_usd),
-        ("fleet $/month", fleet.total_cost_per_hour_usd * HOURS_PER_MONTH),
+        ("fleet per hour", Money(fleet.total_cost_per_hour_usd)),
+        ("fleet per month", Money(fleet.total_cost_per_hour_usd * HOURS_PER_MONTH)),
         ("GPUs", fleet.total_gpus),
-        ("$ per 1K output tokens", fleet.cost_per_1k_output_tokens_usd),
-        ("$ per 1M tokens", fleet.cost_per_1m_tokens_usd),
+        ("per 1K output tokens", Money(fleet.cost_per_1k_output_tokens_usd)),
+        ("per 1M tokens (input + output)", Money(fleet.cost_per_1m_tokens_usd)),
     ]
     if result.over_time is not None:
         tp = result.over_time
-        facts.append(("plan over time, $ total", tp.solution.total_cost))
-        facts.append(("plan over time, $/month", tp.solution.total_cost / tp.horizon_months))
+        facts.append(("plan over time, total", Money(tp.solution.total_cost)))
+        month = tp.solution.total_cost / tp.horizon_months
+        facts.append(("plan over time, per month", Money(month)))
     charts = [frontier_chart(result), fleet_chart(result), demand_chart(result), tier_chart(result)]
     notes = list(result.notes)
     be = break_even_chart(result, analysis)
     if be is not None:
         charts.append(be)
-    elif analysis is not None:
-        notes += list(analysis.notes) or ["no API offering of this model to break even with"]
+    if analysis is not None:  # what the break-even could not prove, or why a line recrosses
+        notes += list(analysis.notes)
+        if be is None and not analysis.notes:
+            notes.append("no API offering of this model to break even with")
     return Report(
         title=f"{result.scenario_name}: plan",
         subtitle=f"{result.model_id} on {result.engine}",

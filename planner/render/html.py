@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import InputError
-from planner.planning.report import Chart, Report, Series, Table
+from planner.planning.report import Chart, Money, Report, Series, Table
 from planner.render.colours import colour
 from planner.writing import write_text_atomic
 
@@ -151,10 +151,24 @@ def _axis_x(x: float, log: bool) -> float:
     return math.log10(x) if log and x > 0 else x
 
 
+def _money(usd: float) -> str:
+    """Dollars as finance reads them: whole dollars from $100, cents below, and three
+    significant digits under a cent ($0.000936 per 1K tokens)."""
+    if not math.isfinite(usd):
+        return ""
+    if abs(usd) >= 100:
+        return f"${usd:,.0f}"
+    if abs(usd) >= 0.01 or usd == 0:
+        return f"${usd:,.2f}"
+    return f"${usd:.{2 - int(f'{usd:.2e}'.split('e')[1])}f}"
+
+
 def _format(value: Any) -> str:
     """A cell or fact: numbers with sensible precision, anything else as text."""
     if value is None:
         return ""
+    if isinstance(value, Money):
+        return _money(value.usd)
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
