@@ -176,6 +176,19 @@ def test_estimate_speculative_json_at_batch_1_and_128():
     assert out["128", "draft"]["throughput_tok_s"] < out["128", "off"]["throughput_tok_s"]
 
 
+def test_estimate_text_says_how_a_speculative_step_follows_from_its_terms():
+    """The terms above the decode step are the verify pass's (11.6 ms of weights alone at
+    batch 1), the step is 10.6 ms: its detail said 'max(memory, compute) + comm + overhead',
+    a sum the table contradicted. One sequence is 'sequence'."""
+    base = ["--model", "llama-3.3-70b", "--gpu", "h100-sxm", "--tp", "2", "--quant", "fp8"]
+    text = _estimate(*base, "--batch", "1", "--speculative", "draft").output
+    step = next(line for line in text.splitlines() if line.startswith("decode step"))
+    assert "(verify + 5 draft steps) / E" in step and "max(memory" not in step
+    assert "; 1 sequence in flight" in text
+    plain = _estimate(*base, "--batch", "1").output
+    assert "max(memory, compute) + comm + overhead" in plain
+
+
 def test_estimate_prefix_cache_lowers_ttft_and_prints_it():
     base = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--input-len", "8000"]
     plain = json.loads(_estimate(*base, "--json").output)

@@ -51,7 +51,8 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
     prompts = f" over {row['num_prompts']:,} prompts" if row["num_prompts"] else ""
     head += (
         f"\nLoad: {row['load_kind']} {row['load_value']:g}{prompts}; {row['batch_in_flight']} "
-        f"sequences in flight (max_num_seqs {row['max_num_seqs']}); {row['gpus']} "
+        f"sequence{'' if row['batch_in_flight'] == 1 else 's'} in flight (max_num_seqs "
+        f"{row['max_num_seqs']}); {row['gpus']} "
         f"GPU{'' if row['gpus'] == 1 else 's'}"
     )
     fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {row['memory_shortfall_gb']:.1f} GB"
@@ -67,7 +68,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
         ("compute", row["t_compute_ms"], f"{row['flops_per_step_tflop']:.3f} TFLOP/GPU"),
         ("collectives", row["t_comm_ms"], _comm_detail(row)),
         ("fixed overhead", row["t_overhead_ms"], "launch, scheduling, sampling"),
-        ("decode step", row["tpot_step_ms"], "max(memory, compute) + comm + overhead"),
+        ("decode step", row["tpot_step_ms"], _step_detail(row)),
         (
             "prefill interference",
             row["tpot_ms"] - row["tpot_step_ms"] - row["tpot_first_round_ms"],
@@ -136,6 +137,15 @@ def _first_round_term(row: Mapping[str, Any], key: str, how: str) -> list[tuple[
         return []
     share = f"{row['load_value']:g} of {row['num_prompts']:,} prompts"
     return [("first round", row[key], f"{share} ({row['first_round_share']:.0%}): {how}")]
+
+
+def _step_detail(row: Mapping[str, Any]) -> str:
+    """How the decode step follows from the terms above it: their sum, or with speculative
+    decoding the verify pass and the draft steps shared over the tokens a step accepts (the
+    terms above are the verify pass's; their sum is not the step)."""
+    if row["speculative"] != "off":
+        return f"(verify + {row['spec_tokens']} draft steps) / E, per token (below)"
+    return "max(memory, compute) + comm + overhead"
 
 
 def speculation_lines(row: Mapping[str, Any]) -> list[str]:
