@@ -23,6 +23,8 @@ def clean(value: Any) -> Any:
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
+        if value.isascii() and value.isprintable():  # no control character: nothing to drop
+            return value
         return ILLEGAL_CHARACTERS_RE.sub("", value)
     pandas = sys.modules.get("pandas")  # its missing values only exist once it is loaded
     if pandas is not None and (value is pandas.NA or value is pandas.NaT):
