@@ -494,3 +494,14 @@ def test_a_point_skips_the_comparisons_but_its_row_is_the_full_plans():
     row = sw.run_point(base, cat, point)
     expected = tables.outcome_of_plan(full)
     assert {k: row[k] for k in expected} == expected
+
+
+def test_the_summary_prints_each_metric_in_its_unit():
+    """P10/P50/P90 of a monthly cost are whole dollars, a price per 1K tokens three
+    significant digits (the table printed 14,363.8 and 0.000941)."""
+    from planner.render.sweep import _metric_text
+
+    assert _metric_text("cost_per_month_usd", 14_363.8) == "$14,364"
+    assert _metric_text("over_time_per_month_usd", 8_144.6) == "$8,145"
+    assert _metric_text("cost_per_1k_output_tokens_usd", 0.000941) == "$0.000941"
+    assert _metric_text("cost_per_month_usd", float("nan")) == ""

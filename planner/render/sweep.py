@@ -16,7 +16,7 @@ from planner.errors import InputError
 from planner.planning.sweep import SweepResult
 from planner.planning.sweep_table import COLUMNS, GPU_PREFIX, Tornado
 from planner.render.json import stable
-from planner.render.tables import Col, Layout, per_token_money, table, wrap
+from planner.render.tables import Col, Layout, human, per_token_money, table, wrap
 from planner.writing import write_text_atomic
 
 SHOWN_ROWS = 40
@@ -160,9 +160,25 @@ def render_sweep(result: SweepResult, layout: Layout = Layout()) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _metric_text(metric: str, v: Any) -> str:
+    """A summary figure in its metric's unit: whole dollars a month, a price per 1K or 1M
+    tokens to three significant digits (it printed 14,363.8 for $14,364 a month)."""
+    if _missing(v) or not math.isfinite(float(v)):
+        return ""
+    if metric.endswith("_per_month_usd"):
+        return _money(v)
+    if metric.endswith("_usd"):
+        return per_token_money(float(v))
+    return human(float(v))
+
+
 def _summary_text(result: SweepResult, layout: Layout) -> str:
     rows = [
-        [s["metric"], s["points"], s["p10"], s["p50"], s["p90"], s["mean"]]
+        [
+            s["metric"],
+            s["points"],
+            *(_metric_text(s["metric"], s[q]) for q in ("p10", "p50", "p90", "mean")),
+        ]
         for s in _records(result.summary)
     ]
     if not rows:
