@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.inputs.catalog import Catalog
-from planner.render.tables import Col, Layout, table
+from planner.render.tables import Col, Layout, table, wrap
 
 
 def _gpu(g) -> dict:
@@ -138,9 +138,16 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
         ]
         return table(["id", "bytes/param", "math", "KV", "GPUs"], rows, layout, "lrllr")
     if kind == "engines":
-        rows = [(r["id"], r["name"], ", ".join(r["families"]), r["source"]) for r in records]
-        cols = [Col("id"), Col("name"), Col("families"), Col("source", "l", 1)]
-        return table(cols, rows, layout)
+        # the GPU families with constants of their own; every other family takes the default
+        rows = [
+            (r["id"], r["name"], ", ".join(r["families"]) or "none", r["source"]) for r in records
+        ]
+        cols = [Col("id"), Col("name"), Col("own constants for"), Col("source", "l", 1)]
+        legend = (
+            "own constants for: GPU families the profile sets apart; every other family takes "
+            "its default"
+        )
+        return table(cols, rows, layout) + "\n" + wrap(legend, layout)
     rows = [
         (
             r["provider"],
