@@ -372,3 +372,20 @@ def test_every_sourced_scaleout_link_carries_its_source(catalog):
     for gpu in linked:
         assert gpu.scaleout_spec is not None and gpu.scaleout_spec.source.startswith("http")
         assert gpu.gpus_per_node is not None
+
+
+def test_disaggregated_text_says_why_the_decode_batch_is_below_max_num_seqs():
+    """Under --batch 48 a decode worker of Llama-3.1-70B at 16K prompts holds 42 (memory);
+    with 8 clients it has 8. The text said 'at batch 42' with no reason."""
+    base = (
+        "estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8",
+        "--disaggregated", "--prefill-tp", "4", "--prefill-workers", "3", "--decode-tp", "4",
+        "--batch", "48", "--input-len", "16384", "--output-len", "256",
+    )  # fmt: skip
+    full = json.loads(invoke(*base, "--concurrency", "64", "--json").output)
+    assert full["decode_batch"] == full["decode_max_batch"] < 48
+    text = " ".join(invoke(*base, "--concurrency", "64").output.split())
+    held = full["decode_batch"]
+    assert f"at batch {held} (what its memory holds; max_num_seqs 48), 16 GPUs" in text
+    text = " ".join(invoke(*base, "--concurrency", "8").output.split())
+    assert "at batch 8 (its share of the clients; max_num_seqs 48)" in text

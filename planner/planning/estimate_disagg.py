@@ -250,6 +250,7 @@ def _combined(
         "output_len": req.output_len,
         **{k: int(v) for k, v in vars(pools).items()},
         "decode_batch": b,
+        "decode_max_batch": int(dec["max_batch"]),  # what a decode worker's memory holds
         "prefill_gpus_per_worker": per_p,
         "decode_gpus_per_worker": per_d,
         "gpus": gpus,

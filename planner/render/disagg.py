@@ -28,6 +28,17 @@ def _load(d: dict) -> str:
     return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {timed}"
 
 
+def _batch_why(d: dict) -> str:
+    """Why a decode worker's batch is below max_num_seqs: its memory, or the clients it
+    has (the text said 'batch 42' under --batch 48 with no reason)."""
+    b, cap = d["decode_batch"], d.get("load", {}).get("max_num_seqs")
+    if cap is None or b >= cap:
+        return ""
+    if b == d.get("decode_max_batch"):
+        return f" (what its memory holds; max_num_seqs {cap})"
+    return f" (its share of the clients; max_num_seqs {cap})"
+
+
 def _join(d: dict) -> float:
     """The TTFT's rest: half a decode step and the wait for a decode slot."""
     known = ("prefill_ms", "request_overhead_ms", "prefill_wait_ms", "kv_transfer_ms")
@@ -43,8 +54,8 @@ def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
         [
             f"{d['model']} on {d['gpu']} {d['quant']} (KV {d['kv_dtype']}), disaggregated: "
             f"prefill {_worker(d, 'prefill')}, decode "
-            f"{_worker(d, 'decode')} at batch {d['decode_batch']} "
-            f"({d['gpus']} GPUs); {d['input_len']:,.0f} in / {d['output_len']:,.0f} out tokens",
+            f"{_worker(d, 'decode')} at batch {d['decode_batch']}{_batch_why(d)}, "
+            f"{d['gpus']} GPUs; {d['input_len']:,.0f} in / {d['output_len']:,.0f} out tokens",
             _load(d),
             f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
             f"+ per-request latency {d['request_overhead_ms']:,.0f} "
