@@ -212,11 +212,19 @@ def _prune_group(members, keep, tp, cost, caps, ttft, pool) -> None:
         better |= pool[:, None] & (ttft < ttft[:, None]).any(axis=2)
     beats = no_worse & (better | np.tri(len(members), k=-1, dtype=bool))  # ties: the earlier
     np.fill_diagonal(beats, False)
-    # `beats` is a strict order (no worse is transitive; strictly better somewhere, or an
-    # equal that comes first, carries along a chain), so whatever beats k, an unbeaten
-    # candidate beats k too: the walk in position order drops exactly the beaten ones
-    # (issue 16: one row at a time was 5,508 numpy calls on mixed-traffic)
-    keep[members] &= ~beats.any(axis=1)
+    if pool.all() or not pool.any():
+        # one role (as prune_dominated's groups are): `beats` is a strict order (no worse is
+        # transitive; strictly better somewhere, or an equal that comes first, carries along
+        # a chain), so whatever beats k, an unbeaten candidate beats k too, and the walk in
+        # position order drops exactly the beaten ones (issue 16: one numpy call a row was
+        # 5,508 on mixed-traffic). Pools beside replicas compare TTFT one way only: walk.
+        keep[members] &= ~beats.any(axis=1)
+        return
+    alive = keep[members].copy()
+    for k in range(len(members)):
+        if (beats[k] & alive).any():
+            alive[k] = False
+    keep[members] = alive
 
 
 def _prune_group_loop(members, keep, tp, cost, caps, ttft, pool) -> None:
