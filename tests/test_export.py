@@ -231,7 +231,8 @@ def test_editing_a_price_recomputes_costs(plan, written, tmp_path):
 def test_candidates_table(plan, written):
     wb = openpyxl.load_workbook(written)
     ws = wb["Candidates"]
-    n = len(plan.candidates)
+    shown = plan.sheet_candidates.to_pandas()
+    n = len(shown)
     headers = [c.value for c in ws[1]]
     assert headers == [h for _, h, _ in export.CANDIDATE_COLUMNS]
     assert all(c.font.bold for c in ws[1])
@@ -241,7 +242,7 @@ def test_candidates_table(plan, written):
     assert ws.max_row == n + 1
     cols = {name: i + 1 for i, (name, _, _) in enumerate(export.CANDIDATE_COLUMNS)}
     for idx in (0, n // 2, n - 1):
-        src = plan.candidates.iloc[idx]
+        src = shown.iloc[idx]
         r = idx + 2
         for name in ("class", "gpu", "quant", "why_not", "bound"):
             assert ws.cell(row=r, column=cols[name]).value == (src[name] or None)
@@ -254,17 +255,35 @@ def test_candidates_table(plan, written):
             expect = value if math.isfinite(value) else None  # NaN/inf are empty cells
             assert ws.cell(row=r, column=cols[name]).value == expect
         assert ws.cell(row=r, column=cols["tpot_ms"]).number_format == export.MS
-    priced = int(np.flatnonzero(plan.candidates["cost_per_hour_usd"].notna().to_numpy())[0])
+    priced = int(np.flatnonzero(shown["cost_per_hour_usd"].notna().to_numpy())[0])
     cost = ws.cell(row=priced + 2, column=cols["cost_per_hour_usd"])
     assert cost.number_format == export.MONEY
-    assert cost.value == float(plan.candidates["cost_per_hour_usd"].iloc[priced])
+    assert cost.value == float(shown["cost_per_hour_usd"].iloc[priced])
+
+
+def test_the_sheet_drops_only_batches_past_a_configurations_first_out_of_memory(plan):
+    """Every row that fits stays, and per configuration the smallest batch that does not (it
+    names the largest that fits); the larger ones only repeat it. By hand, with pandas."""
+    every = plan.candidates
+    shown = plan.sheet_candidates.to_pandas()
+    config = ["class", "gpu", "tp", "pp", "ep", "dp_attention", "quant", "kv_dtype",
+              "speculative", "spec_tokens", "role", "kv_link"]  # fmt: skip
+    out = every[~every["fits"]]
+    first = out.groupby(config, observed=True, dropna=False)["batch"].transform("min")
+    want = every.drop(index=out.index[out["batch"] > first])
+    assert len(out) > 0 and (out["batch"] > first).any(), "nothing to drop: checks nothing"
+    assert len(shown) == len(want) == len(every) - int((out["batch"] > first).sum())
+    for name in ("class", "gpu", "tp", "quant", "batch", "fits", "why_not"):
+        assert shown[name].tolist() == want[name].tolist(), name
+    assert shown["fits"].sum() == every["fits"].sum()
 
 
 @pytest.mark.slow  # loads the whole Candidates sheet with openpyxl
 def test_float32_physics_cells_are_shortest_decimals(plan, written):
     """A float32 column (physics detail) is written as the decimal that reads back as its
     float32, 21.504 and not 21.503999710083008, so finance sees the number the grid holds."""
-    ws = openpyxl.load_workbook(written, read_only=True)["Candidates"]
+    wb = openpyxl.load_workbook(written, read_only=True)
+    ws = wb["Candidates"]
     narrow = [
         i
         for i, (name, _, _) in enumerate(export.CANDIDATE_COLUMNS)
@@ -272,17 +291,21 @@ def test_float32_physics_cells_are_shortest_decimals(plan, written):
     ]
     assert narrow, "no float32 column on the Candidates sheet: the test checks nothing"
     checked = 0
-    for row in ws.iter_rows(min_row=2, max_row=200, values_only=True):
-        for i in narrow:
-            if isinstance(row[i], float):
-                assert row[i] == float(str(np.float32(row[i])))
-                assert len(repr(row[i])) <= 16  # no float64 tail of a float32
-                checked += 1
+    try:  # closed here: a read-only workbook left open warns in whichever test GC runs
+        for row in ws.iter_rows(min_row=2, max_row=200, values_only=True):
+            for i in narrow:
+                if isinstance(row[i], float):
+                    assert row[i] == float(str(np.float32(row[i])))
+                    assert len(repr(row[i])) <= 16  # no float64 tail of a float32
+                    checked += 1
+    finally:
+        wb.close()
     assert checked
 
 
 def test_non_finite_numbers_are_empty_cells(plan, analysis, tmp_path):
-    cands = plan.candidates.head(3).copy()
+    fit = plan.candidates[plan.candidates["fits"]]  # all three reach the sheet
+    cands = fit.head(3).reset_index(drop=True)
     cands.loc[0, "tpot_ms"] = np.nan
     cands.loc[1, "ttft_ms"] = np.inf
     cands.loc[2, "why_not"] = "bad <xml> & \x07 text"
@@ -339,8 +362,9 @@ def test_two_classes(two_class_plan, tmp_path):
 def test_large_candidate_table_is_written_whole(plan, analysis, tmp_path):
     """20,000 candidate rows all reach the sheet, the chart keeps its cap; how fast they are
     written is benchmarks/workbook_speed.py's to measure."""
-    reps = -(-20_000 // len(plan.candidates))
-    big = pd.concat([plan.candidates] * reps, ignore_index=True).iloc[:20_000]
+    fit = plan.candidates[plan.candidates["fits"]]  # no batch past one that does not fit
+    reps = -(-20_000 // len(fit))
+    big = pd.concat([fit] * reps, ignore_index=True).iloc[:20_000]
     p = dataclasses.replace(plan, candidate_table=big)
     path = write_workbook(p, tmp_path / "big.xlsx", analysis)
     wb = openpyxl.load_workbook(path, read_only=True)

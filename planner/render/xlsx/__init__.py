@@ -87,8 +87,9 @@ Periods (plan over time)
     (=SUM of the four) and planner $ (number). Frozen at C2.
 
 Candidates
-    Row 1 header, one row per `plan.candidates` row (`CANDIDATE_COLUMNS`), autofilter over
-    the whole table, header frozen. NaN/inf cells are left empty.
+    Row 1 header, one row per `plan.sheet_candidates` row (`CANDIDATE_COLUMNS`): every
+    evaluated candidate but the batches above the first its configuration's memory cannot
+    hold; autofilter over the whole table, header frozen. NaN/inf cells are left empty.
 
 Build vs API
     Row 1 header; row 2 what APIs are compared with: the plan over time's average month

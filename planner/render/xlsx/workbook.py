@@ -156,7 +156,7 @@ def _build(plan: Plan, analysis: Analysis) -> tuple[Workbook, dict[Worksheet, Pa
     patches: dict[Worksheet, Patch] = {}
     if charts is not None:
         patches[charts] = write_charts(charts, plan, analysis, points, frontier).patch
-    cand = CandidateSheet(cand_ws, plan.candidates_table)
+    cand = CandidateSheet(cand_ws, plan.sheet_candidates)
     patches[cand_ws] = cand.patch
     patches[assumptions] = assumed.patch
     print_setup(wb, cand.ref, {ASSUMPTIONS: (assumed.last_row, assumed.last_column)})
