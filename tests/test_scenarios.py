@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,26 @@ def test_infeasible_inventory_names_the_gpus_needed(tmp_path, catalog):
     )
     with pytest.raises(InfeasibleError, match=r"inventory: the demand needs \d+ GPUs"):
         plan_of(tmp_path, catalog, doc)
+
+
+def test_a_gpu_cap_that_binds_names_the_fewest_gpus_that_serve(tmp_path, catalog):
+    """max_gpus below what any fleet needs: the message gives the fewest GPUs that serve the
+    demand (the cheapest plan may take more), and that many plan while one fewer does not."""
+    doc = with_(workload__requests_per_second=60, constraints={"max_gpus": 1})
+    with pytest.raises(InfeasibleError, match=r"max_gpus: the fewest GPUs that serve") as err:
+        plan_of(tmp_path, catalog, doc)
+    fewest = int(re.search(r"serve the demand are (\d+)", str(err.value)).group(1))
+    assert fewest > 1 and f"raise it to at least {fewest}" in str(err.value)
+    result = plan_of(tmp_path, catalog, with_(**{**_at(doc), "constraints": {"max_gpus": fewest}}))
+    assert result.fleet.total_gpus == fewest
+    below = with_(**{**_at(doc), "constraints": {"max_gpus": fewest - 1}})
+    with pytest.raises(InfeasibleError, match=rf"are {fewest} \("):
+        plan_of(tmp_path, catalog, below)
+
+
+def _at(doc) -> dict:
+    """`with_` arguments that rebuild `doc`'s demand."""
+    return {"workload__requests_per_second": doc["workload"]["requests_per_second"]}
 
 
 def test_infeasible_budget_names_the_budget_needed(tmp_path, catalog):

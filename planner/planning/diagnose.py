@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -161,7 +162,15 @@ def _fleet_message(scenario: Scenario, problem: FleetProblem) -> str:
             f"constraints.max_monthly_budget_usd ${c.max_monthly_budget_usd:,.0f}; raise it to "
             f"at least {math.ceil(need):,}"
         )
-    if (problem.inventory or problem.max_gpus) and no_gpu_cap.status != "infeasible":
+    fewest = _fewest_gpus(problem, options) if problem.max_gpus else None
+    if fewest is not None and problem.max_gpus is not None and fewest[0] > problem.max_gpus:
+        n, fleet = fewest
+        msgs.append(
+            f"max_gpus: the fewest GPUs that serve the demand are {n} ({fleet}) against "
+            f"constraints.max_gpus {problem.max_gpus}; raise it to at least {n}, or allow "
+            "larger GPUs or lower-bit quants"
+        )
+    elif (problem.inventory or problem.max_gpus) and no_gpu_cap.status != "infeasible":
         used = int(sum(t * n for t, n in zip(problem.tp, no_gpu_cap.replicas, strict=True)))
         limits = ", ".join(f"{g} {n}" for g, n in sorted(problem.inventory.items()))
         cap = f"max_gpus {problem.max_gpus}" if problem.max_gpus else ""
@@ -240,6 +249,22 @@ def _unpaired_pools(problem: FleetProblem, names: list[str]) -> str | None:
             "parallelism or lower-bit quantizations (no aggregated replica meets its SLA)"
         )
     return None
+
+
+def _fewest_gpus(problem: FleetProblem, options: SolverOptions) -> tuple[int, str] | None:
+    """The fewest GPUs any fleet serving the demand takes within the inventory (no budget, no
+    GPU cap), and that fleet: the least constraints.max_gpus can be (the cheapest plan may
+    take more: 9 GPUs where 6 B200s would do). None where no fleet does."""
+    counts = replace(
+        problem.relaxed(budget=True),
+        max_gpus=None,
+        cost_per_hour=np.asarray(problem.tp, dtype=float),  # minimise GPUs, not dollars
+    )
+    sol = solve_fleet(counts, options)
+    if sol.status == "infeasible":
+        return None
+    n = int(sum(t * r for t, r in zip(problem.tp, sol.replicas, strict=True)))
+    return n, _fleet_text(problem, sol.replicas)
 
 
 def _fleet_text(problem: FleetProblem, replicas: np.ndarray) -> str:
