@@ -287,3 +287,21 @@ def test_sglang_has_its_own_fit(catalog):
     fitted = {k: getattr(sglang.default, k) for k in FIT_PARAMS}
     assert fitted != {k: getattr(vllm.default, k) for k in FIT_PARAMS}
     assert not sglang.default.activations_in_budget
+
+
+def test_engines_name_the_hardware_they_document(catalog: Catalog) -> None:
+    """TensorRT-LLM runs on NVIDIA's Ampere to Blackwell, llama.cpp on NVIDIA and AMD (not
+    Gaudi); vLLM and SGLang on every family; each list is of catalog families, sourced, and
+    in the shipped file as the profile writer emits it (a refit keeps it)."""
+    from planner.calibration.profile_file import profile_document
+
+    trt, cpp = catalog.engine("trtllm"), catalog.engine("llamacpp")
+    assert set(trt.gpu_families) == {"ampere", "ada", "hopper", "blackwell"}
+    assert not cpp.runs_on("gaudi") and cpp.runs_on("cdna3") and cpp.runs_on("turing")
+    assert catalog.engine("vllm").gpu_families == () == catalog.engine("sglang").gpu_families
+    for engine in (trt, cpp):
+        assert set(engine.gpu_families) <= GPU_FAMILIES
+        assert engine.gpu_families_source and engine.gpu_families_source.startswith("https://")
+        path = DEFAULT_CATALOG_DIR / "engines" / f"{engine.id}.yaml"
+        shipped = yaml.safe_load(path.read_text())
+        assert profile_document(engine) == shipped

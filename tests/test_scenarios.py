@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from planner.cli import cli
 from planner.errors import InfeasibleError, InputError
 from planner.inputs.scenarios import load_scenario
+from planner.perf.table import values
 from planner.planning.pipeline import plan
 
 BASE = {
@@ -250,3 +251,18 @@ def test_mixed_traffic_fleet_is_no_dearer_than_any_single_gpu_type(catalog):
 
 def test_input_error_is_a_planner_error():
     assert InputError("x").exit_code == 2 and InfeasibleError("x").exit_code == 1
+
+
+def test_an_engine_plans_only_the_gpus_it_runs_on(tmp_path, catalog):
+    """TensorRT-LLM runs on NVIDIA GPUs only: an MI300X in the list is left out with a note
+    naming the source, and a list of AMD GPUs alone exits 2 (it planned 5 MI300Xs)."""
+    doc = with_(engine="trtllm", hardware__gpus=["h100-sxm", "mi300x"])
+    result = plan_of(tmp_path, catalog, doc)
+    assert {d.gpu for d in result.fleet.deployments} == {"h100-sxm"}
+    note = next(n for n in result.notes if n.startswith("trtllm does not run on mi300x"))
+    assert "supported-hardware" in note
+    assert set(values(result.candidate_table, "gpu")) == {"h100-sxm"}
+    with pytest.raises(InputError, match=r"engine: trtllm runs on none of the GPUs allowed"):
+        plan_of(tmp_path, catalog, with_(engine="trtllm", hardware__gpus=["mi300x"]))
+    vllm = plan_of(tmp_path, catalog, with_(hardware__gpus=["h100-sxm", "mi300x"]))
+    assert not any("does not run on" in n for n in vllm.notes)

@@ -392,3 +392,14 @@ def test_vllm_pr_24343_eagle_speedup(catalog):
     rows = _rows_on(catalog, catalog.engine("vllm"), "llama-3.1-8b", spec, **kw)
     speedup = rows.tpot_step_ms[0] / rows.tpot_step_ms[1]
     assert speedup == pytest.approx(108 / 82, rel=0.10)
+
+
+def test_estimate_refuses_an_engine_on_hardware_it_does_not_run_on():
+    """TensorRT-LLM on an MI300X, llama.cpp on a Gaudi: exit 2 naming the engine's families;
+    --ideal (the roofline, no engine) still answers."""
+    res = _estimate("--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm")
+    assert res.exit_code == 2 and "does not run on mi300x (AMD cdna3)" in res.output
+    res = _estimate("--model", "llama-3.1-8b", "--gpu", "gaudi2", "--engine", "llamacpp")
+    assert res.exit_code == 2 and "llama.cpp runs on the" in res.output
+    res = _estimate("--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm", "--ideal")
+    assert res.exit_code == 0, res.output

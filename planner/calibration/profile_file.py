@@ -4,6 +4,7 @@ function of planner.calibration that writes a file)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from planner.schema.engine import ChunkTier, Efficiency, EngineProfile
 
@@ -34,7 +35,7 @@ def _tier(tier: ChunkTier) -> dict:
 
 def profile_document(profile: EngineProfile) -> dict:
     """The YAML document of an engine profile (schema of planner/schema/engine.py)."""
-    doc = {
+    doc: dict[str, Any] = {
         "id": profile.id,
         "name": profile.name,
         "source": profile.source,
@@ -48,6 +49,9 @@ def profile_document(profile: EngineProfile) -> dict:
         "mixes_prefill": profile.mixes_prefill,
         "prefill_chunk_tiers": [_tier(tier) for tier in profile.prefill_chunk_tiers],
     }
+    if profile.gpu_families:  # the hardware the engine documents (not fitted)
+        doc["gpu_families"] = list(profile.gpu_families)
+        doc["gpu_families_source"] = profile.gpu_families_source
     EngineProfile.model_validate(doc)
     return doc
 

@@ -103,10 +103,24 @@ _SGLANG_CHUNKS = (
     {"min_memory_gib": 35, "tokens": 8192},
     {"min_memory_gib": 160, "tokens": 16384},
 )
+# The hardware each engine documents (not fitted). vLLM (NVIDIA CUDA, AMD ROCm, Intel Gaudi)
+# and SGLang (NVIDIA, AMD; Gaudi through Habana's fork) run on every family the catalog has.
+_TRTLLM_HARDWARE = {
+    "gpu_families": ("ampere", "ada", "hopper", "blackwell"),
+    "gpu_families_source": "https://nvidia.github.io/TensorRT-LLM/supported-hardware.html "
+    "(2026-12-04): NVIDIA Blackwell, Hopper, Ada Lovelace and Ampere; other architectures are "
+    "not developed or tested (support-matrix: community support only)",
+}
+_LLAMACPP_HARDWARE = {
+    "gpu_families": ("turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4"),
+    "gpu_families_source": "https://github.com/ggml-org/llama.cpp README, Supported backends "
+    "(2026-12-04): CUDA for NVIDIA and HIP for AMD GPUs; no backend for Intel Gaudi",
+}
 ENGINE_SETTINGS: dict[str, dict] = {
     "vllm": {"prefill_chunk_tiers": _VLLM_CHUNKS},
-    "trtllm": {"fp8_kv_with_fp8_checkpoint": True},
+    "trtllm": {"fp8_kv_with_fp8_checkpoint": True, **_TRTLLM_HARDWARE},
     "sglang": {"mixes_prefill": False, "prefill_chunk_tiers": _SGLANG_CHUNKS},
+    "llamacpp": _LLAMACPP_HARDWARE,
 }
 ENGINE_SCHEDULER: dict[str, dict] = {
     "trtllm": {"kv_reserve_output": True},

@@ -150,6 +150,11 @@ def one_row_grid(
     `where` naming the option at fault."""
     model, gpu = catalog.model(req.model), catalog.gpu(req.gpu)
     quant, engine = catalog.quant(req.quant), catalog.engine(req.engine)
+    if not req.ideal and not engine.runs_on(gpu.family):
+        raise InputError(
+            f"--engine {engine.id} does not run on {gpu.id} ({gpu.vendor} {gpu.family}): "
+            f"{engine.hardware()}; choose another --engine (vllm, sglang) or --gpu"
+        )
     kv = req.kv_dtype or default_kv_dtype(quant, engine, req.ideal)
     price = _price(gpu, req.price_usd_per_gpu_hour)
     spec = GridSpec(

@@ -76,7 +76,8 @@ def request_classes(scenario: Scenario) -> tuple[RequestClassPlan, ...]:
 
 
 def allowed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
-    """The scenario's GPU list (default: the whole catalog) minus exclusions; ids checked."""
+    """The scenario's GPU list (default: the whole catalog) minus exclusions and the GPUs its
+    engine does not run on; ids checked."""
     hw = scenario.hardware
     for key, ids in (
         ("hardware.gpus", hw.gpus or []),
@@ -88,9 +89,35 @@ def allowed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
         for gpu_id in ids:
             if gpu_id not in catalog.gpus:
                 raise InputError(f"{key}: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
+    listed = _listed_gpus(scenario, catalog)
+    engine = catalog.engine(scenario.engine)
+    kept = [g for g in listed if engine.runs_on(g.family)]
+    if listed and not kept:
+        raise InputError(
+            f"engine: {scenario.engine} runs on none of the GPUs allowed "
+            f"({', '.join(g.id for g in listed)}): {engine.hardware()}; choose another "
+            "engine (vllm and sglang run on every family in the catalog) or other GPUs"
+        )
+    return kept
+
+
+def _listed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
+    """The scenario's GPUs before the engine's say: its list (default: its fleet's, else the
+    whole catalog) minus exclusions."""
+    hw = scenario.hardware
     default = sorted(hw.fleet) if hw.fleet else sorted(catalog.gpus)  # a fleet: its own GPUs
     chosen = hw.gpus if hw.gpus is not None else default
     return [catalog.gpus[g] for g in chosen if g not in set(hw.exclude)]
+
+
+def engine_left_out(scenario: Scenario, catalog: Catalog) -> list[str]:
+    """A note naming the allowed GPUs the scenario's engine does not run on, left out of the
+    plan (TensorRT-LLM on an MI300X), or none."""
+    engine = catalog.engine(scenario.engine)
+    out = [g.id for g in _listed_gpus(scenario, catalog) if not engine.runs_on(g.family)]
+    if not out:
+        return []
+    return [f"{scenario.engine} does not run on {', '.join(out)}, so left out: {engine.hardware()}"]
 
 
 def _batches(scenario: Scenario) -> list[int]:
@@ -314,7 +341,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
     gpus = allowed_gpus(scenario, catalog)
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
-    notes = _price_notes(gpus, prices, scenario)
+    notes = engine_left_out(scenario, catalog) + _price_notes(gpus, prices, scenario)
     ttft_sla = [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in classes]
     rows = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start

@@ -212,6 +212,26 @@ class EngineProfile(Strict):
         description="the engine's default prefill chunk by GPU memory; empty: the constants' "
         "prefill_chunk_tokens",
     )
+    gpu_families: tuple[str, ...] = Field(
+        default=(),
+        description="the GPU families (catalogs/gpus `family`) the engine runs on, from its "
+        "own documentation; empty: every family",
+    )
+    gpu_families_source: str | None = Field(
+        default=None, description="where the engine documents the hardware it runs on"
+    )
+
+    def runs_on(self, family: str) -> bool:
+        """Whether the engine runs on GPUs of this family (TensorRT-LLM: NVIDIA only)."""
+        return not self.gpu_families or family in self.gpu_families
+
+    def hardware(self) -> str:
+        """The GPU families the engine documents running on, and where (for messages)."""
+        where = (self.gpu_families_source or "").split(" ")[0]
+        return (
+            f"{self.name.split(' (')[0]} runs on the {', '.join(self.gpu_families)} GPU "
+            f"families ({where})"
+        )
 
     def default_kv_dtype(self, quant_id: str, quant_default: str, allowed: Sequence[str]) -> str:
         """The KV dtype this engine uses for a checkpoint when none is asked for."""
