@@ -505,3 +505,21 @@ def test_the_summary_prints_each_metric_in_its_unit():
     assert _metric_text("over_time_per_month_usd", 8_144.6) == "$8,145"
     assert _metric_text("cost_per_1k_output_tokens_usd", 0.000941) == "$0.000941"
     assert _metric_text("cost_per_month_usd", float("nan")) == ""
+
+
+def test_a_bad_metric_exits_before_any_point_runs(monkeypatch):
+    """--metric is checked before the sweep plans its points (a Monte Carlo of 1,000 points
+    ran to the end and then refused), with the close matches."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    def no_run(*_a, **_k):
+        raise AssertionError("a point ran before --metric was checked")
+
+    monkeypatch.setattr(sw, "execute", no_run)
+    path = str(ROOT / "scenarios" / "chatbot.yaml")
+    args = ["sweep", path, "--set", "sla.tpot_ms=40,50", "--metric", "cost_per_month"]
+    res = CliRunner().invoke(cli, args, obj={})
+    assert res.exit_code == 2, res.output
+    assert "did you mean 'cost_per_month_usd'?" in res.output

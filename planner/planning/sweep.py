@@ -22,7 +22,15 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import numpy as np
 import pandas as pd
 
-from planner.errors import InfeasibleError, InputError, PlannerError, SolverError, close_match
+from planner.errors import (
+    InfeasibleError,
+    InputError,
+    PlannerError,
+    SolverError,
+    close_match,
+    close_matches,
+    short_name,
+)
 from planner.inputs.catalog import Catalog
 from planner.inputs.loading import validate
 from planner.inputs.sweep import check_ids
@@ -350,8 +358,7 @@ def finish(
     """The rows turned into the result table, its summary statistics and tornado."""
     table = tables.build_table(keys, collected.rows)
     metric = metric or tables.default_metric(table)
-    if metric not in tables.COST_COLUMNS:
-        raise InputError(f"--metric: '{metric}' is not one of {', '.join(tables.COST_COLUMNS)}")
+    check_metric(metric)
     if mode == "grid":
         reference = {k: _reference(base, k, table) for k in keys}
         tornado = tables.grid_tornado(table, keys, reference, metric)
@@ -401,6 +408,19 @@ def execute(
     jobs = max(1, min(jobs, len(points)))
     where = "this process" if jobs <= 1 else f"{jobs} local processes"
     return run_local(base, catalog, points, jobs, progress), f"local ({where})"
+
+
+def check_metric(metric: str) -> None:
+    """Exit 2 for a --metric that is not a cost column, with the close match."""
+    if metric in tables.COST_COLUMNS:
+        return
+    hints = [f"'{h}'" for h in close_matches(metric, tables.COST_COLUMNS)]
+    either = hints[0] if len(hints) == 1 else ", ".join(hints[:-1]) + f" or {hints[-1]}"
+    also = f" (did you mean {either}?)" if hints else ""
+    raise InputError(
+        f"--metric: '{short_name(metric)}' is not a cost column{also}; one of "
+        f"{', '.join(tables.COST_COLUMNS)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -457,6 +477,8 @@ def sweep(
 ) -> SweepResult:
     """Validate every point, plan them all (locally or on Ray), and summarise."""
     mode, keys, all_points = spec.points()
+    if spec.metric is not None:
+        check_metric(spec.metric)  # before the points run, not after
     points = all_points if points is None else points
     check_points(base, catalog, points)
     start = time.perf_counter()
