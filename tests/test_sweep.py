@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from planner.cli import cli
@@ -523,3 +524,25 @@ def test_a_bad_metric_exits_before_any_point_runs(monkeypatch):
     res = CliRunner().invoke(cli, args, obj={})
     assert res.exit_code == 2, res.output
     assert "did you mean 'cost_per_month_usd'?" in res.output
+
+
+def test_a_point_in_error_shows_why(tmp_path):
+    """A point that fails (TensorRT-LLM asked of AMD GPUs only) says why in the table, as an
+    infeasible one does; its GPUs cell was empty."""
+    from click.testing import CliRunner
+
+    from planner.cli import cli
+
+    doc = {
+        "name": "amd",
+        "model": "llama-3.1-8b",
+        "workload": {"requests_per_second": 2, "input_tokens": 512, "output_tokens": 128},
+        "sla": {"tpot_ms": 50, "ttft_ms": 2000},
+        "hardware": {"gpus": ["mi300x"]},
+    }
+    path = tmp_path / "amd.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    res = CliRunner().invoke(cli, ["sweep", str(path), "--set", "engine=vllm,trtllm"], obj={})
+    assert res.exit_code == 0, res.output
+    row = next(line for line in res.output.splitlines() if " trtllm " in line)
+    assert "error" in row and "engine: trtllm runs on" in row

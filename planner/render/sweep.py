@@ -104,7 +104,8 @@ def _point_rows(result: SweepResult) -> list[list[Any]]:
             cells.append(_money(r["over_time_per_month_usd"]))
         per_1k = r["cost_per_1k_output_tokens_usd"]
         cells.append("" if _missing(per_1k) else per_token_money(float(per_1k)))
-        cells.append(_gpus(r, gpu_cols) if r["status"] != "infeasible" else r["reason"][:60])
+        failed = r["status"] in ("infeasible", "error") and not _missing(r["reason"])
+        cells.append(str(r["reason"])[:60] if failed else _gpus(r, gpu_cols))  # why not
         rows.append(cells)
     return rows
 
