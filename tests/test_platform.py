@@ -203,3 +203,18 @@ def test_input_error_for_unknown_gpu_in_a_platform(tmp_path, catalog):
 def test_other_commands_refuse_a_platform_with_exit_2():
     res = invoke("compare", str(SHIPPED))
     assert res.exit_code == 2 and "only `planner solve`" in res.output
+
+
+def test_a_service_on_tensorrt_llm_leaves_the_amd_gpus_to_the_others(tmp_path, catalog):
+    """One model on TensorRT-LLM, the fleet's list with an MI300X: that service plans NVIDIA
+    GPUs only and its section says why; the vLLM service may still use the MI300X."""
+    doc = yaml.safe_load(SMALL.read_text())
+    doc["models"][1]["engine"] = "trtllm"
+    doc["hardware"]["gpus"] = ["l40s", "h100-sxm", "mi300x"]
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = pl.plan_platform(*load_platform(path, catalog))
+    code = result.sections[1]
+    assert "mi300x" not in {d.gpu for d in code.fleet.deployments}
+    assert any(n.startswith("trtllm does not run on mi300x") for n in code.notes)
+    assert not any("does not run on" in n for n in result.sections[0].notes)

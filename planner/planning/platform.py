@@ -28,6 +28,7 @@ from planner.planning.pipeline import (
     _summarise,
     allowed_gpus,
     balanced,
+    engine_left_out,
     evaluate_classes,
     request_classes,
 )
@@ -114,7 +115,7 @@ def _service(platform: Platform, i: int, catalog: Catalog) -> Service:
         budget,
         c.min_replicas,
     )
-    notes = tuple(_price_notes(gpus, prices, scenario))
+    notes = tuple(engine_left_out(scenario, catalog) + _price_notes(gpus, prices, scenario))
     label = platform.models[i].label
     return Service(
         label, scenario, model, classes, rows, offered, prices, notes,
