@@ -231,3 +231,17 @@ def test_bad_jobs_exit_2_with_the_key(tmp_path, job, needle):
     res = CliRunner().invoke(cli, ["job", str(path)], obj={})
     assert res.exit_code == 2, res.output
     assert needle in res.output and "Traceback" not in res.output
+
+
+def test_fleet_gpus_the_engine_cannot_use_are_named_among_what_binds(fleet16):
+    """16 H100s and 8 MI300Xs on TensorRT-LLM: the answer is the H100s', and the MI300Xs are
+    named as left out, not silently idle; a fleet of MI300Xs alone exits 2."""
+    scenario, cat, alone = fleet16
+    hw = scenario.hardware.model_copy(update={"fleet": {"h100-sxm": 16, "mi300x": 8}})
+    trt = scenario.model_copy(update={"engine": "trtllm", "hardware": hw})
+    result = fleet_capacity(trt, cat)
+    assert {d.gpu for d in result.deployments} == {"h100-sxm"}
+    assert any(b.startswith("trtllm does not run on mi300x") for b in result.binding)
+    amd = hw.model_copy(update={"fleet": {"mi300x": 8}})
+    with pytest.raises(InputError, match="engine: trtllm runs on none of the GPUs allowed"):
+        fleet_capacity(trt.model_copy(update={"hardware": amd}), cat)

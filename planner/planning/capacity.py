@@ -32,7 +32,7 @@ from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
-from planner.planning.pipeline import evaluate_classes, request_classes
+from planner.planning.pipeline import engine_left_out, evaluate_classes, request_classes
 from planner.schema.model import Model
 from planner.schema.plan import RequestClassPlan
 from planner.schema.scenario import Scenario
@@ -184,6 +184,12 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
     if solution.status == "infeasible" or solution.scale <= 0:
         raise InfeasibleError(_fleet_limits_message(scenario, problem), {"binding": "fleet"})
     result = _capacity(scenario, model, classes, rows, offered, problem, solution, listed)
+    fleet_only = scenario.model_copy(
+        update={"hardware": scenario.hardware.model_copy(update={"gpus": None, "exclude": []})}
+    )
+    idle = engine_left_out(fleet_only, catalog)  # GPUs of the fleet the engine cannot use
+    if idle:
+        result = replace(result, binding=(*result.binding, *idle))
     if rate is not None:
         result = at_rate(result, rows, rate)
     return result
