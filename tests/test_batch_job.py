@@ -172,3 +172,11 @@ def test_without_limits_the_job_costs_its_requests_at_the_best_cost_per_request(
     used = sol.replicas > 0
     assert (sol.replica_hours[used] / sol.replicas[used] <= deadline * (1 + 1e-9)).all()
     assert (3600 * mu * sol.replica_hours).sum() >= requests * (1 - 1e-9)
+
+
+def test_a_job_on_tensorrt_llm_names_the_gpus_it_leaves_out(catalog):
+    """The job plans only GPUs its engine runs on and says which it left out."""
+    scenario, cat = load_scenario(JOB, catalog)
+    result = price_job(scenario.model_copy(update={"engine": "trtllm"}), cat)
+    assert not {line.gpu for line in result.lines} & {"mi300x", "gaudi3", "t4"}
+    assert any(n.startswith("trtllm does not run on") and "mi300x" in n for n in result.notes)

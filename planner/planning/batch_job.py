@@ -26,7 +26,12 @@ from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only
 from planner.planning.estimate import check_context
 from planner.planning.lines import chosen, key_fields
-from planner.planning.pipeline import allowed_gpus, evaluate_classes, request_classes
+from planner.planning.pipeline import (
+    allowed_gpus,
+    engine_left_out,
+    evaluate_classes,
+    request_classes,
+)
 from planner.schema.scenario import Job, Scenario
 from planner.units import SECONDS_PER_HOUR, TOKENS_PER_1M
 
@@ -234,6 +239,7 @@ def _job_plan(scenario, catalog, model_id, job, offered, problem, solution, pric
         "each replica is billed for the hours it runs and released when its share is done "
         "(per-second billing assumed; hourly billing rounds each replica up)"
     ]
+    notes += engine_left_out(scenario, catalog)  # GPUs the engine does not run on
     if api and all(q.batch_cost_usd is None for q in api):
         notes.append(
             "no API batch price is listed for this model in catalogs/apis (the reference "
