@@ -538,3 +538,12 @@ def test_a_tiny_cost_per_token_is_plain_decimals():
     assert per_token_money(0.00099999) == "$0.00100"  # counted after rounding
     assert per_token_money(0.0123) == "$0.0123"
     assert per_token_money(0.0) == "$0.00"
+
+
+def test_human_numbers_drop_the_decimal_on_thousands():
+    """capacity printed '10,291.2 output tokens/s'; hundreds keep one decimal."""
+    from planner.render.tables import human
+
+    assert human(10_291.2) == "10,291" and human(51_456.24) == "51,456"
+    assert human(512.34) == "512.3" and human(40.2) == "40.2"
+    assert human(2.5e9) == "2.50 billion"

@@ -77,6 +77,8 @@ def human(v: float, digits: int = 3) -> str:
     for scale, word in ((1e12, "trillion"), (1e9, "billion")):
         if size >= scale:
             return f"{v / scale:,.{digits - 1}f} {word}"
+    if size >= 1000:  # a decimal on thousands is noise (10,291.2 output tokens/s)
+        return f"{v:,.0f}"
     if size >= 100:
         return f"{v:,.1f}"
     return f"{v:.{digits}g}" if size >= 1e-4 or v == 0 else f"{v:.2e}"
