@@ -208,9 +208,11 @@ def test_planner_values_stand_beside_formulas(written):
     for row in range(2, 24):
         formula, planner = ws[f"B{row}"].value, ws[f"C{row}"].value
         if isinstance(formula, str) and formula.startswith("=") and planner is not None:
-            assert close(got[f"Summary!B{row}"], planner), row
+            value = got[f"Summary!B{row}"]
+            assert value == planner if isinstance(planner, str) else close(value, planner), row
             checked += 1
     assert checked >= 12
+    assert got["Summary!B21"] == ws["C21"].value  # the cheapest API's name, live
 
 
 @pytest.mark.slow  # loads the whole workbook of a 2,466-candidate plan with openpyxl
@@ -1035,3 +1037,16 @@ def test_candidate_text_cells_and_widths_are_each_rows_own(name):
     shown = candidates._distinct_shown(column)
     if shown:
         assert max(map(len, shown)) == int(series.astype(str).str.len().max())
+
+
+def test_editing_the_cheapest_apis_price_moves_the_summary_to_the_next(written):
+    """Summary B21 names the API of the least $/month live: price the cheapest row (row 3,
+    sorted cheapest first) out of reach and the name follows B22 to the next one."""
+    wb = openpyxl.load_workbook(written)
+    api = wb["Build vs API"]
+    second = f"{api['A4'].value} / {api['B4'].value}"
+    api["C3"].value, api["D3"].value = 1000.0, 1000.0  # $ per 1M input / output
+    edited = written.parent / "api-edited.xlsx"
+    wb.save(edited)
+    got = read_back(edited)
+    assert got["Summary!B21"] == second != wb["Summary"]["C21"].value

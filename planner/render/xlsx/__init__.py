@@ -29,7 +29,8 @@ Summary
     B18 its $/month                      =B17*hours_per_month
     B19 saving of the mix, $/month       =B18-B12
     B20 saving of the mix, %             =B19/B18
-    B21 cheapest API (at planner prices) text "provider / model id"
+    B21 cheapest API                     =INDEX(provider)&" / "&INDEX(model id) of the Build
+                                         vs API row whose $/month is B22 (MATCH); C21 text
     B22 cheapest API, $/month            =MIN('Build vs API' API $/month column) (the
                                          average month of the horizon with a plan over time)
     B23 self-host saving vs API, $/month =B22-'Build vs API'!F2 (the plan over time's

@@ -25,7 +25,10 @@ _FUNCS = {
     "MAX(": "_max(",
     "IF(": "_if(",
     "COUNTIF(": "_countif(",
+    "INDEX(": "_index(",
+    "MATCH(": "_match(",
 }
+_ARITHMETIC = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "&": "+"}  # &: text to text
 _COMPARE = {">": ">", "<": "<", ">=": ">=", "<=": "<=", "<>": "!=", "=": "=="}
 
 
@@ -34,8 +37,9 @@ def read_back(path: str | Path) -> dict[str, Any]:
 
     Returns every formula cell as "Sheet!A1" -> value, plus each `SUMMARY_CELLS` key ->
     the value of that Summary cell (evaluated when it is a formula). Only the formula
-    forms this module writes are understood: + - * / ^, comparisons, text literals, SUM,
-    SUMPRODUCT, MIN, MAX, IF, COUNTIF (of a text), cell and range references (also to other
+    forms this module writes are understood: + - * / ^, & (of texts), comparisons, text
+    literals, SUM, SUMPRODUCT, MIN, MAX, IF, COUNTIF (of a text), INDEX (of one column), MATCH
+    (exact), cell and range references (also to other
     sheets) and defined names. Candidates and
     Charts hold no formulas and are not read, so this stays fast for large tables.
     """
@@ -96,6 +100,8 @@ _BUILTINS: dict[str, Callable[..., Any]] = {
     "_sumproduct": _sumproduct,
     "_if": lambda c, a, b=False: a if c else b,
     "_countif": lambda items, crit: sum(1 for x in items if x == crit),
+    "_index": lambda items, n: items[int(n) - 1],  # one column, 1-based
+    "_match": lambda value, items, kind=0: items.index(value) + 1,  # exact match only
 }
 
 
@@ -160,8 +166,8 @@ class _Evaluator:
                 parts.append(_FUNCS[tok.value.upper()])
             elif tok.type in (Token.FUNC, Token.PAREN) or tok.type == Token.SEP:
                 parts.append(tok.value)
-            elif tok.type in (Token.OP_IN, Token.OP_PRE) and tok.value in "+-*/^":
-                parts.append("**" if tok.value == "^" else tok.value)
+            elif tok.type in (Token.OP_IN, Token.OP_PRE) and tok.value in _ARITHMETIC:
+                parts.append(_ARITHMETIC[tok.value])
             elif tok.type == Token.WSPACE:
                 continue
             else:

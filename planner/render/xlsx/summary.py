@@ -71,6 +71,7 @@ class _Refs:
     single_m: float | None
     f_ref: dict[str, str]
     api_range: str
+    api_names: tuple[str, str]  # the Build vs API provider and model id columns
     self_hosted: str
 
 
@@ -90,6 +91,10 @@ def _refs(plan: Plan, totals: dict[str, str], names: Names, api_rows: tuple[int,
         single_m=single.monthly_cost_usd if single else None,
         f_ref={k: ref(FLEET, v) for k, v in totals.items()},
         api_range=f"{ref(BUILD_VS_API, f'F{api_rows[0]}')}:$F${api_rows[1]}",
+        api_names=(
+            f"{ref(BUILD_VS_API, f'A{api_rows[0]}')}:$A${api_rows[1]}",
+            f"{ref(BUILD_VS_API, f'B{api_rows[0]}')}:$B${api_rows[1]}",
+        ),
         self_hosted=ref(BUILD_VS_API, "F2"),
     )
 
@@ -253,18 +258,26 @@ def _single_gpu_rows(plan: Plan, r: _Refs) -> dict[str, SummaryRow]:
     }
 
 
+def _cheapest_name(r: _Refs) -> str:
+    """'provider / model id' of the Build vs API row whose $/month is B22 (the least), live:
+    an edited API price moves it with B22 (the first row of equal cost, as sorted)."""
+    row = f"MATCH(B22,{r.api_range},0)"
+    provider, model = r.api_names
+    return f'=INDEX({provider},{row})&" / "&INDEX({model},{row})'
+
+
 def _api_rows(plan: Plan, r: _Refs, names: Names) -> dict[str, SummaryRow]:
     """The cheapest API, the saving against it, capacity, energy and the capacity check."""
     api = plan.cheapest_api
     return {
         "cheapest_api": (
-            "cheapest API (at planner prices)",
-            f"{api.provider} / {api.provider_model_id}"
+            "cheapest API",
+            _cheapest_name(r) if api else "none: no API offers this model",
+            f"{api.provider} / {api.provider_model_id}" if api else None,
+            None,
+            "the API of the lowest $/month on the Build vs API sheet (follows edited prices)"
             if api
-            else "none: no API offers this model",
-            None,
-            None,
-            "",
+            else "",
         ),
         "cheapest_api_monthly_cost_usd": (
             "cheapest API $/month",
