@@ -85,7 +85,7 @@ def test_text_and_json_name_the_first_round():
     num_prompts null."""
     run = ["estimate", *ARGS, "--concurrency", "16"]
     text = CliRunner().invoke(cli, [*run, "--num-prompts", "64"], obj={}).output
-    assert "concurrency 16 over 64 prompts" in text
+    assert "concurrency 16 (closed loop) over 64 prompts" in text
     assert "16 of 64 prompts (25%): arrive at once on an idle replica" in text
     data = json.loads(CliRunner().invoke(cli, [*run, "--json"], obj={}).output)
     assert data["load"]["num_prompts"] is None and data["load"]["first_round_share"] == 0

@@ -403,3 +403,11 @@ def test_estimate_refuses_an_engine_on_hardware_it_does_not_run_on():
     assert res.exit_code == 2 and "llama.cpp runs on the" in res.output
     res = _estimate("--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm", "--ideal")
     assert res.exit_code == 0, res.output
+
+
+def test_estimate_text_names_its_load_as_the_disaggregated_text_does():
+    """'Load: rate 0.5' had no unit; the loads read as in `estimate --disaggregated`."""
+    base = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm"]
+    assert "Load: 0.5 req/s (open loop, Poisson);" in _estimate(*base, "--rate", "0.5").output
+    assert "Load: concurrency 8 (closed loop);" in _estimate(*base, "--concurrency", "8").output
+    assert "Load: 80% of capacity" in _estimate(*base).output

@@ -50,7 +50,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
     )
     prompts = f" over {row['num_prompts']:,} prompts" if row["num_prompts"] else ""
     head += (
-        f"\nLoad: {row['load_kind']} {row['load_value']:g}{prompts}; {row['batch_in_flight']} "
+        f"\nLoad: {_load_text(row)}{prompts}; {row['batch_in_flight']} "
         f"sequence{'' if row['batch_in_flight'] == 1 else 's'} in flight (max_num_seqs "
         f"{row['max_num_seqs']}); {row['gpus']} "
         f"GPU{'' if row['gpus'] == 1 else 's'}"
@@ -137,6 +137,17 @@ def _first_round_term(row: Mapping[str, Any], key: str, how: str) -> list[tuple[
         return []
     share = f"{row['load_value']:g} of {row['num_prompts']:,} prompts"
     return [("first round", row[key], f"{share} ({row['first_round_share']:.0%}): {how}")]
+
+
+def _load_text(row: Mapping[str, Any]) -> str:
+    """The load in the words of `estimate --disaggregated`: a closed loop of C clients, an
+    open loop at R req/s, or solve's planning load (a share of the replica's capacity)."""
+    kind, value = row["load_kind"], row["load_value"]
+    if kind == "concurrency":
+        return f"concurrency {value:g} (closed loop)"
+    if kind == "rate":
+        return f"{value:g} req/s (open loop, Poisson)"
+    return f"{100 * value:g}% of capacity (max_num_seqs kept full, as solve plans)"
 
 
 def _step_detail(row: Mapping[str, Any]) -> str:
