@@ -25,3 +25,25 @@ def test_distinct_flattens_and_keeps_booleans():
     assert distinct(np.array([[3, 1], [3, 2]])).tolist() == [1, 2, 3]
     assert distinct(np.array([True, False, True])).tolist() == [False, True]
     assert distinct(np.array([], dtype=int)).size == 0
+
+
+@given(
+    arrays(
+        np.int64,
+        st.tuples(st.integers(0, 30), st.integers(1, 4)),
+        elements=st.integers(-1, 3),
+    ),
+    st.booleans(),
+)
+def test_row_groups_number_equal_rows_in_first_seen_order(table, huge):
+    """pd.factorize of the rows' tuples, by the integer key or (too many combinations for
+    one int64) by sorting the rows."""
+    import pandas as pd
+
+    from planner.arrays import row_groups
+
+    codes = [table[:, j] for j in range(table.shape[1])]
+    if huge:  # a column whose codes reach 2**62 forces the sort of rows
+        codes.append(np.where(np.arange(len(table)) % 2 == 0, 2**62, 0).astype(np.int64))
+    want, _ = pd.factorize(pd.Series(list(zip(*codes, strict=True)), dtype=object))
+    assert row_groups(codes).tolist() == want.tolist()

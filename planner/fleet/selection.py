@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from planner.arrays import row_groups
 from planner.fleet import disagg
 from planner.fleet.steady import FleetProblem
 from planner.perf import columns
@@ -168,23 +169,10 @@ def prune_dominated(offered: Offered) -> Offered:
     # only a candidate of the same GPU, role and KV link (pools of either link are balanced
     # apart, fleet/disagg.py) can dominate: compare within those
     # groups (the same test as over the whole list, at a fraction of the cost; issue #16)
-    group = _first_seen_groups([keys.codes("gpu"), keys.codes("role"), keys.codes("kv_link")])
+    group = row_groups([keys.codes("gpu"), keys.codes("role"), keys.codes("kv_link")])
     for members in (np.flatnonzero(group == g) for g in range(int(group.max(initial=-1)) + 1)):
         _prune_group(members, keep, tp, cost, caps, ttft, pool)
     return offered.take(np.flatnonzero(keep))
-
-
-def _first_seen_groups(codes: list[np.ndarray]) -> np.ndarray:
-    """Each row's group of equal (code, code, ...) tuples, numbered in first-seen order
-    (`pd.factorize` of the rows' tuples)."""
-    if not len(codes[0]):
-        return np.zeros(0, dtype=np.int64)
-    _, first, inverse = np.unique(
-        np.stack(codes, axis=1), axis=0, return_index=True, return_inverse=True
-    )
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inverse.reshape(-1)]
 
 
 MATRIX_UP_TO = 512  # group size up to which the pairwise tests are made as one matrix

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from planner.arrays import row_groups
 from planner.fleet.selection import CANDIDATE_KEY, Offered
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
@@ -300,7 +300,7 @@ class Plan:
         fits = values(table, "fits").astype(bool)
         if fits.all():
             return table
-        group = _row_groups(
+        group = row_groups(
             [table.codes(k) for k in ("class", *CANDIDATE_KEY) if k != "batch" and k in table]
         )
         batch = values(table, "batch").astype(np.int64)
@@ -431,21 +431,6 @@ class Plan:
             * TOKENS_PER_1K
             for d in self.fleet.deployments
         )
-
-
-def _row_groups(codes: list[np.ndarray]) -> np.ndarray:
-    """Each row's group of equal codes across the columns, numbered from 0: the codes as
-    digits of one integer (one sort of a column, not `np.unique(axis=0)`'s sort of rows)."""
-    digits = [c.astype(np.int64) + 1 for c in codes]  # a missing value's code -1 is a digit
-    bases = [int(d.max(initial=0)) + 1 for d in digits]
-    if math.prod(bases) >= 2**62:  # too many combinations for one integer: sort the rows
-        _, group = np.unique(np.stack(digits, axis=1), axis=0, return_inverse=True)
-        return group.reshape(-1)
-    key = np.zeros(len(codes[0]), dtype=np.int64)
-    for d, base in zip(digits, bases, strict=True):
-        key = key * base + d
-    _, group = np.unique(key, return_inverse=True)
-    return group.reshape(-1)
 
 
 def _solve_fact(name: str, fleet: FleetSummary, options: SolverOptions) -> SolveFact:

@@ -16,6 +16,7 @@ from typing import Any
 from planner.errors import InputError
 from planner.planning.report import Chart, Money, Report, Series, Table
 from planner.render.colours import colour
+from planner.render.tables import per_token_money
 from planner.writing import write_text_atomic
 
 CONFIG = {"responsive": True, "displaylogo": False}
@@ -160,7 +161,7 @@ def _money(usd: float) -> str:
         return f"${usd:,.0f}"
     if abs(usd) >= 0.01 or usd == 0:
         return f"${usd:,.2f}"
-    return f"${usd:.{2 - int(f'{usd:.2e}'.split('e')[1])}f}"
+    return per_token_money(usd)
 
 
 def _format(value: Any) -> str:
