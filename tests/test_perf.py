@@ -179,7 +179,7 @@ def test_usable_memory_never_exceeds_the_card(catalog):
     for engine in ("vllm", "sglang", "trtllm"):
         row = run(model, [gpu], [catalog.quant("fp8")], catalog=catalog, engine=engine).iloc[0]
         assert not row.fits
-        assert 0.0 < row.memory_usable_gb <= 24.0
+        assert 0.0 < row.memory_usable_gb <= gpu.memory_bytes / 1e9  # 24,564 MiB = 25.76 GB
         assert row.memory_per_gpu_gb > 400.0
 
 
@@ -346,10 +346,30 @@ def test_fp8_on_a100_runs_weight_only(catalog):
     assert rows.iloc[0].weight_bytes_per_param == 1.0
 
 
+def test_pcie_cards_split_tp_within_their_server_over_pcie(catalog):
+    """An L40S runs tensor parallel over PCIe within an 8-GPU server (AWS g6e.48xlarge), as
+    vLLM does, where it had been refused tp > 1: the all-reduce runs at PCIe's 32 GB/s with
+    its hop latency, so tp 4's collectives cost more than on NVLink H100s at the same model."""
+    from planner.perf import collectives as co
+
+    l40s = catalog.gpu("l40s")
+    assert l40s.scaleup_domain_gpus == 8 and co.link_kind(l40s) == "pcie"
+    assert co.link_kind(catalog.gpu("h100-pcie")) == "pcie"
+    model, fp8 = catalog.model("llama-3.1-70b"), [catalog.quant("fp8")]
+    rows = {
+        g: run(model, [catalog.gpu(g)], fp8, tp=4, batch=8).iloc[0] for g in ("l40s", "h100-sxm")
+    }
+    assert rows["l40s"].t_comm_ms > 2 * rows["h100-sxm"].t_comm_ms
+    with pytest.raises(Exception, match="tp 16 exceeds the scale-up domain of l40s"):
+        from planner.perf.candidates import check_tp
+
+        check_tp(model, l40s, 16)
+
+
 def test_invalid_combinations_are_rejected_with_reasons(catalog):
     model, bf16 = catalog.model("llama-3.1-70b"), [catalog.quant("bf16")]
     cases = [
-        ("l40s", 2, "tp 2 exceeds the scale-up domain of l40s"),
+        ("rtx-4090", 2, "tp 2 exceeds the scale-up domain of rtx-4090"),
         ("h100-sxm", 3, "tp 3 does not divide the 64 attention heads"),
         ("t4", 1, "bf16 needs bf16 math, which t4 lacks"),
     ]
