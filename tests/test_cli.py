@@ -147,6 +147,19 @@ def test_catalog_listings():
         assert len(data[kind]) >= 7
 
 
+def test_catalog_listings_show_what_the_model_uses():
+    """The GPU listing shows the bytes that size the KV cache beside the label (an "80 GB"
+    H100 reports 81,559 MiB = 85.52e9 B), and the API listing the cached-input price that
+    `solve` bills prefix hits at."""
+    gpus = {g["id"]: g for g in json.loads(invoke("catalog", "gpus", "--json").output)["gpus"]}
+    assert gpus["h100-sxm"]["memory_gb"] == 80
+    assert gpus["h100-sxm"]["device_memory_gb"] == pytest.approx(81559 * 2**20 / 1e9)
+    assert "device GB" in invoke("catalog", "gpus").output
+    apis = json.loads(invoke("catalog", "apis", "--json").output)["apis"]
+    chat = next(a for a in apis if a["provider_model_id"] == "deepseek-chat")
+    assert chat["cached_input_usd_per_1m"] == 0.028
+
+
 @pytest.mark.slow  # every shipped scenario planned, analysed, written and read back
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda p: p.stem)
 def test_every_shipped_scenario_solves(scenario, tmp_path):

@@ -14,6 +14,8 @@ def _gpu(g) -> dict:
         "id": g.id,
         "name": g.name,
         "memory_gb": g.memory_gb,
+        # what the model sizes KV with: the device's own report where sourced, else the label
+        "device_memory_gb": g.memory_bytes / 1e9,
         "hbm_bandwidth_gb_per_s": g.hbm_bandwidth_gb_per_s,
         "dense_tflops": dict(g.dense_tflops),
         "scaleup_domain_gpus": g.scaleup_domain_gpus,
@@ -72,6 +74,7 @@ def catalog_records(catalog: Catalog, kind: str) -> list[dict]:
             "provider_model_id": o.provider_model_id,
             "input_usd_per_1m": o.input_usd_per_1m,
             "output_usd_per_1m": o.output_usd_per_1m,
+            "cached_input_usd_per_1m": o.cached_input_usd_per_1m,
             "as_of": o.as_of,
         }
         for _, p in sorted(catalog.apis.items())
@@ -88,6 +91,7 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
             (
                 r["id"],
                 f"{r['memory_gb']:g}",
+                f"{r['device_memory_gb']:.1f}",
                 f"{r['hbm_bandwidth_gb_per_s']:,.0f}",
                 ", ".join(f"{k} {v:g}" for k, v in r["dense_tflops"].items()),
                 r["scaleup_domain_gpus"],
@@ -100,12 +104,18 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
         cols = [
             Col("id"),
             Col("GB", "r"),
+            Col("device GB", "r"),
             Col("GB/s", "r"),
-            Col("dense TFLOPS"),
+            Col("dense TFLOPS", max_width=36),
             Col("domain", "r", 1),
             Col("on-demand $/GPU-h"),
         ]
-        return table(cols, rows, layout)
+        legend = (
+            "GB: the memory the card is sold as; device GB: the bytes it reports "
+            "(nvidia-smi, rocm-smi), which size the KV cache, or the label where no report is "
+            "sourced"
+        )
+        return table(cols, rows, layout) + "\n" + wrap(legend, layout)
     if kind == "models":
         rows = [
             (
@@ -155,6 +165,7 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
             r["provider_model_id"],
             f"{r['input_usd_per_1m']:g}",
             f"{r['output_usd_per_1m']:g}",
+            "-" if r["cached_input_usd_per_1m"] is None else f"{r['cached_input_usd_per_1m']:g}",
             r["as_of"],
         )
         for r in records
@@ -165,6 +176,7 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
         Col("provider model id"),
         Col("$/1M in", "r"),
         Col("$/1M out", "r"),
+        Col("$/1M cached in", "r", 1),
         Col("as of", "l", 1),
     ]
     return table(cols, rows, layout)
