@@ -15,9 +15,9 @@ from planner.fleet.steady import FleetProblem
 from planner.inputs.scenarios import load_scenario, read_demand_csv
 from planner.planning.breakeven import SelfCost, api_cost_per_request, break_even_scale
 from planner.planning.pipeline import plan
-from planner.planning.timeplan import group_slots, month_blocks, owned_hourly_cost
+from planner.planning.timeplan import group_slots, month_blocks, owned_hourly_cost, term_factor
 from planner.render.labels import months_label
-from planner.schema.finance import Owned
+from planner.schema.finance import Finance, Owned, Reserved
 from planner.schema.plan import ApiQuote
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,6 +121,41 @@ def test_slots_cover_every_hour_with_the_peak_of_their_group():
 def test_month_blocks_quarterly():
     assert month_blocks(12, 3) == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]]
     assert month_blocks(5, 3) == [[0, 1, 2], [3, 4]]
+
+
+def test_a_reserved_term_is_paid_in_full():
+    """A commitment runs its whole term: a 1-year term under a 3-month horizon pays 12 months
+    (x 4), 18 months pay two terms (x 24/18), and whole terms pay as they are (x 1)."""
+
+    def factor(horizon: int, term: str) -> float:
+        hourly = {"hourly": [1.0] * 24}
+        return term_factor(
+            Finance(horizon_months=horizon, profile=hourly, reserved=Reserved(term=term))
+        )
+
+    assert factor(3, "1y") == 4.0
+    assert factor(18, "1y") == pytest.approx(24 / 18)
+    assert factor(12, "1y") == factor(24, "1y") == factor(36, "3y") == 1.0
+    assert factor(12, "3y") == 3.0
+
+
+def test_a_short_horizon_prices_reserved_gpus_for_their_term(catalog):
+    """diurnal-chatbot over 3 months under a 1-year term (the audit's case: 2 reserved B200s
+    billed 3 months, a 33% saving that a 12-month bill of $62,862 turns into a loss): the
+    reserved price is the discounted one x 4, and its source says why."""
+    scenario, cat = load_scenario(ROOT / "scenarios" / "diurnal-chatbot.yaml", catalog)
+    finance = scenario.finance.model_copy(update={"horizon_months": 3, "growth_per_month": 0.0})
+    result = plan(scenario.model_copy(update={"finance": finance}), cat)
+    tp = result.over_time
+    reserved = [f for f in tp.prices if f.plan_tier == "reserved"]
+    on_demand = {f.gpu: f.usd_per_gpu_hour for f in tp.prices if f.tier == "on_demand"}
+    assert reserved
+    for fact in reserved:
+        discount = scenario.finance.reserved.discount_vs_on_demand
+        assert fact.usd_per_gpu_hour == pytest.approx(on_demand[fact.gpu] * (1 - discount) * 4)
+        assert fact.term_factor == 4.0
+        assert "paid for 12 months over the 3-month horizon" in fact.source
+    assert sum(tp.solution.reserved.values()) == 0  # x 4 never pays at this profile
 
 
 def test_owned_hourly_cost_hand_computed(catalog):

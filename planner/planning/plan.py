@@ -43,6 +43,8 @@ class PriceFact:
     source: str
     assumption: bool
     discount_vs_on_demand: float | None = None  # set when derived as on-demand x (1 - d)
+    # a reserved price times this: the term is paid in full where the horizon ends inside it
+    term_factor: float = 1.0
 
     @property
     def plan_tier(self) -> str:

@@ -8,6 +8,9 @@ rented per period (on-demand, spot).
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 
 from planner.arrays import distinct
@@ -110,7 +113,8 @@ def tier_prices(
             found = _reserved_price(finance, gpu, on_demand.get(g))
             if found:
                 reserved[g] = found[0]
-                facts.append(PriceFact(g, f"reserved_{finance.reserved.term}", *found))
+                fact = PriceFact(g, f"reserved_{finance.reserved.term}", *found)
+                facts.append(replace(fact, term_factor=term_factor(finance)))
         if finance.spot is not None and finance.spot.enabled:
             found = _spot_price(finance, gpu)
             if found:
@@ -131,7 +135,39 @@ def tier_prices(
     return TierPrices(on_demand, reserved, owned, spot), facts
 
 
+TERM_MONTHS = {"1y": 12, "3y": 36}
+
+
+def term_factor(finance: Finance) -> float:
+    """How many times its horizon's hours a reserved GPU is paid for: a commitment runs its
+    whole term, so a 3-month horizon under a 1-year term pays 12 months (x 4), and 18 months
+    pay two terms (x 24/18). 1 when the horizon is a whole number of terms."""
+    res = finance.reserved
+    if res is None:
+        return 1.0
+    term, horizon = TERM_MONTHS[res.term], finance.horizon_months
+    return math.ceil(horizon / term) * term / horizon
+
+
 def _reserved_price(finance: Finance, gpu: Gpu, od: float | None):
+    """The reserved $/GPU-hour over the horizon: the scenario's, the catalog's or on-demand
+    less the discount, times `term_factor` where the horizon ends inside a term."""
+    found = _reserved_list_price(finance, gpu, od)
+    factor = term_factor(finance)
+    if found is None or factor == 1.0:
+        return found
+    res = finance.reserved
+    assert res is not None
+    price, source, *rest = found
+    paid = math.ceil(finance.horizon_months / TERM_MONTHS[res.term]) * TERM_MONTHS[res.term]
+    note = (
+        f"{source}; x {factor:.3g}: the {res.term} commitment is paid for {paid} months "
+        f"over the {finance.horizon_months}-month horizon"
+    )
+    return (price * factor, note, *rest)
+
+
+def _reserved_list_price(finance: Finance, gpu: Gpu, od: float | None):
     res = finance.reserved
     assert res is not None
     if gpu.id in res.usd_per_gpu_hour:

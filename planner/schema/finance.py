@@ -41,7 +41,7 @@ class DemandProfile(Strict):
 
 
 class Reserved(Strict):
-    """Reserved or committed-use capacity, paid every hour of the horizon."""
+    """Reserved or committed-use capacity, held all horizon and paid for whole terms."""
 
     term: Literal["1y", "3y"] = "1y"
     usd_per_gpu_hour: UsdPerHour = {}

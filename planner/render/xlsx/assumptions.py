@@ -198,7 +198,7 @@ def _time_price_rows(
                     "price",
                     gpu,
                     f"{fact.tier.replace('_', ' ')} $/GPU-hour",
-                    f"={od}*(1-{DISCOUNT_NAME})",
+                    f"={od}*(1-{DISCOUNT_NAME})" + _times(fact.term_factor),
                     "$/GPU-h",
                     f"{fact.source} (a formula: follows the on-demand price and the discount)",
                     "",
@@ -229,6 +229,11 @@ def _time_price_rows(
         name = defined_name(prefix, gpu, taken)
         named[name] = idx
         names.tier[tier, gpu] = name
+
+
+def _times(factor: float) -> str:
+    """A formula's factor for a reserved term paid beyond the horizon ('' when 1)."""
+    return "" if factor == 1.0 else f"*{factor!r}"
 
 
 def _discount_row(
