@@ -389,3 +389,32 @@ def test_disaggregated_text_says_why_the_decode_batch_is_below_max_num_seqs():
     assert f"at batch {held} (what its memory holds; max_num_seqs 48), 16 GPUs" in text
     text = " ".join(invoke(*base, "--concurrency", "8").output.split())
     assert "at batch 8 (its share of the clients; max_num_seqs 48)" in text
+
+
+def test_pools_count_each_request_once_in_the_workbook_and_the_report(tmp_path, catalog):
+    """long-prompt's fleet is a prefill pool (4 x h100 tp 4, 4.42 req/s) and a decode pool
+    (2 x h200 tp 2, 5.10 req/s) serving 4 req/s. A request needs both pools, so the Fleet
+    sheet's totals are 4 req/s (not 8) and min(4.42, 5.10) = 4.42 req/s of capacity (not
+    9.52), and the report's demand chart stacks each role on its own bar."""
+    from planner import load_scenario, plan
+    from planner.planning.breakeven import analyse
+    from planner.planning.report import demand_chart
+    from planner.render.xlsx import write_workbook
+    from planner.render.xlsx.readback import read_back
+
+    result = plan(*load_scenario(ROOT / "scenarios" / "long-prompt.yaml", catalog))
+    pools = {d.role: d for d in result.fleet.deployments}
+    assert set(pools) == {"prefill", "decode"}
+    path = tmp_path / "plan.xlsx"
+    write_workbook(result, path, analyse(result))
+    values = read_back(path)
+    total = len(result.fleet.deployments) + 2
+    assert values[f"Fleet!L{total}"] == pytest.approx(result.total_requests_per_s)
+    capacity = min(d.capacity_requests_per_s for d in pools.values())
+    assert values[f"Fleet!M{total}"] == pytest.approx(capacity)
+    bars = {s.name: s.x for s in demand_chart(result).series}
+    assert sorted(x for xs in bars.values() for x in xs) == [
+        "decode capacity",
+        "peak demand",
+        "prefill capacity",
+    ]

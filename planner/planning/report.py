@@ -158,6 +158,7 @@ def frontier_chart(result: Plan) -> Chart:
         )
     )
     lines = tuple((c.tpot_ms, f"TPOT SLA {c.name}") for c in result.classes if c.tpot_ms)
+    pooled = any(d.role != "aggregated" for d in result.fleet.deployments)
     return Chart(
         "frontier",
         "Cost vs TPOT of every candidate that fits (stars: chosen)",
@@ -168,6 +169,9 @@ def frontier_chart(result: Plan) -> Chart:
         x_log=True,
         y_log=True,
         x_lines=lines,
+        note="the fleet's prefill and decode pools are not drawn: a pool alone serves no request"
+        if pooled
+        else "",
     )
 
 
@@ -218,9 +222,7 @@ def demand_chart(result: Plan) -> Chart:
             # one bar of demand beside the capacities stacked (the demand's bar was "fleet")
             Series("demand at peak", ["peak demand"], [demand]),
             *(
-                Series(
-                    f"{d.gpu} {_par(d)} {d.quant}", ["fleet capacity"], [d.capacity_requests_per_s]
-                )
+                Series(f"{d.gpu} {_par(d)} {d.quant}{_role(d)}", *_capacity_bars(d, lines))
                 for d in lines
             ),
         )
@@ -248,6 +250,21 @@ def demand_chart(result: Plan) -> Chart:
         "requests/s",
         series,
     )
+
+
+def _role(d: Deployment) -> str:
+    """' prefill' / ' decode' for a pool's line, '' for an aggregated one."""
+    return "" if d.role == "aggregated" else f" {d.role}"
+
+
+def _capacity_bars(d: Deployment, lines: tuple[Deployment, ...]) -> tuple[list, list]:
+    """Where a line's capacity stacks: one 'fleet capacity' bar, or with prefill/decode
+    pools one bar per role (a request needs both, so stacking the pools together doubled
+    the fleet), an aggregated line counting in both."""
+    if all(x.role == "aggregated" for x in lines):
+        return ["fleet capacity"], [d.capacity_requests_per_s]
+    roles = ("prefill", "decode") if d.role == "aggregated" else (d.role,)
+    return [f"{r} capacity" for r in roles], [d.capacity_requests_per_s] * len(roles)
 
 
 def slot_capacity(result: Plan) -> np.ndarray:

@@ -87,8 +87,7 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
     ws.cell(row=total, column=1, value="Total").font = BOLD
     for col in "FGIJKLMN":
         j = ord(col) - ord("A")
-        value = f"=SUM({col}2:{col}{total - 1})" if n else 0
-        put(ws, total, j + 1, value, fmts[j]).font = BOLD
+        put(ws, total, j + 1, _total_formula(col, lines), fmts[j]).font = BOLD
     ws.freeze_panes = "A2"
     fit_widths(ws)
     return {
@@ -97,6 +96,29 @@ def write_fleet(ws: Worksheet, plan: Plan, price_names: dict[str, str]) -> dict[
         "cost_per_month": f"J{total}",
         "capacity": f"M{total}",
     }
+
+
+def _total_formula(col: str, lines: tuple[Deployment, ...]) -> str | int:
+    """The Total row's cell of column `col`. GPUs and money add over every line; a request
+    goes through a prefill and a decode pool, so requests/s and its share count each request
+    once (prefill lines left out) and the capacity is the aggregated lines' plus the smaller
+    of the two pools' (they carry the same requests: summing them doubled it)."""
+    if not lines:
+        return 0
+    rows = {
+        role: [f"{col}{i + 2}" for i, d in enumerate(lines) if d.role == role]
+        for role in ("aggregated", "prefill", "decode")
+    }
+    if not rows["prefill"] and not rows["decode"]:
+        return f"=SUM({col}2:{col}{len(lines) + 1})"
+    if col in "LN":
+        return f"=SUM({','.join(rows['aggregated'] + rows['decode'])})"
+    if col == "M":
+        pools = f"MIN(SUM({','.join(rows['prefill'])}),SUM({','.join(rows['decode'])}))"
+        return (
+            f"=SUM({','.join(rows['aggregated'])})+{pools}" if rows["aggregated"] else f"={pools}"
+        )
+    return f"=SUM({col}2:{col}{len(lines) + 1})"
 
 
 def capacity_formula(capacity: float, planned: float) -> str | float:
