@@ -311,7 +311,14 @@ def sweep(
         raise InputError(f"--jobs: must be at least 1, got {jobs}")
     grid = tuple((k, tuple(v)) for k, v in map(parse_set, sets))
     vary = load_vary(vary_path) if vary_path else None
-    spec = sweeps.SweepSpec(grid=grid, vary=vary, samples=samples, seed=seed, metric=metric)
+    spec = sweeps.SweepSpec(
+        grid=grid,
+        vary=vary,
+        samples=samples,
+        seed=seed,
+        metric=metric,
+        vary_name=f"--vary {vary_path}" if vary_path else "--vary",
+    )
     base, catalog = load_scenario(scenario, _catalog(ctx))
     _, _, points = spec.points()
     result = _run_sweep(sweeps, base, catalog, spec, points, jobs, ray_address)

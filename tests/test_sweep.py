@@ -546,3 +546,27 @@ def test_a_point_in_error_shows_why(tmp_path):
     assert res.exit_code == 0, res.output
     row = next(line for line in res.output.splitlines() if " trtllm " in line)
     assert "error" in row and "engine: trtllm runs on" in row
+
+
+def test_errors_of_the_vary_file_name_it_not_set(tmp_path):
+    """A misspelt `vary:` key and a draw the scenario refuses (a normal of mean 2, sd 5 draws
+    -0.68 req/s at point 4 with seed 0) are the --vary file's, named with its path and how to
+    bound the draws; they were reported as a `--set` the user never typed."""
+    from planner.cli import cli
+
+    def run(vary: dict) -> str:
+        path = tmp_path / "vary.yaml"
+        path.write_text(yaml.safe_dump({"vary": vary}))
+        args = ["sweep", str(MOE), "--vary", str(path), "--samples", "8"]
+        res = CliRunner().invoke(cli, args, obj={})
+        assert res.exit_code == 2, res.output
+        assert "--set" not in res.output
+        return res.output
+
+    normal = {"dist": "normal", "mean": 2, "sd": 5}
+    out = run({"workload.requests_per_secnd": normal})
+    assert f"--vary {tmp_path / 'vary.yaml'}: vary key workload.requests_per_secnd" in out
+    assert "did you mean 'requests_per_second'" in out
+    out = run({"workload.requests_per_second": normal})
+    assert "point 4 drew workload.requests_per_second=-0.678" in out
+    assert "min:/max:" in out

@@ -217,12 +217,41 @@ def sample_points(
     return points
 
 
-def check_points(base: Scenario, catalog: Catalog, points: Iterable[Point]) -> None:
-    """Every point's scenario validates, before anything runs (bad input: exit 2 up front)."""
+def check_points(
+    base: Scenario,
+    catalog: Catalog,
+    points: Iterable[Point],
+    drawn: Sequence[str] = (),
+    vary_name: str = "--vary",
+) -> None:
+    """Every point's scenario validates, before anything runs (bad input: exit 2 up front).
+    A value a Monte Carlo drew (`drawn` keys) is named as a draw of `--vary`, with how to
+    keep its distribution in range, not as a `--set` the user never typed."""
     for point in points:
         for key in point.overrides:
-            check_key(key)
-        apply(base, point.overrides, catalog)
+            try:
+                check_key(key)
+            except InputError as exc:
+                raise (_from_vary(exc, key, vary_name) if key in drawn else exc) from None
+        try:
+            apply(base, point.overrides, catalog)
+        except InputError as exc:
+            bad = [k for k in drawn if k in exc.message]
+            if not bad:
+                raise
+            key = bad[0]
+            value = tables.input_cell(point.overrides[key])
+            why = exc.message.split(": ", 1)[1] if ": " in exc.message else exc.message
+            raise InputError(
+                f"{vary_name}: point {point.index} drew {key}={value}, which the scenario refuses: "
+                f"{why}; keep the draws in range with min:/max: on the distribution (a "
+                "choice draws only its values)"
+            ) from None
+
+
+def _from_vary(exc: InputError, key: str, vary_name: str) -> InputError:
+    """A key error of the --vary file, named as that file's `vary:` key."""
+    return InputError(exc.message.replace(f"--set {key}", f"{vary_name}: vary key {key}", 1))
 
 
 # ---- running -----------------------------------------------------------------------------
@@ -432,6 +461,7 @@ class SweepSpec:
     samples: int | None = None
     seed: int | None = None
     metric: str | None = None
+    vary_name: str = "--vary"  # how errors name the --vary file ("--vary FILE")
 
     def points(self) -> tuple[Literal["grid", "monte_carlo"], tuple[str, ...], list[Point]]:
         """The mode, the varied keys and every point, in order."""
@@ -480,7 +510,8 @@ def sweep(
     if spec.metric is not None:
         check_metric(spec.metric)  # before the points run, not after
     points = all_points if points is None else points
-    check_points(base, catalog, points)
+    drawn = tuple(spec.vary.vary) if spec.vary else ()
+    check_points(base, catalog, points, drawn, spec.vary_name)
     start = time.perf_counter()
     collected, runner = execute(
         base, catalog, points, jobs or default_jobs(), ray_address, progress
