@@ -560,3 +560,18 @@ def test_human_numbers_drop_the_decimal_on_thousands():
     assert human(10_291.2) == "10,291" and human(51_456.24) == "51,456"
     assert human(512.34) == "512.3" and human(40.2) == "40.2"
     assert human(2.5e9) == "2.50 billion"
+
+
+def test_a_plan_the_solver_did_not_prove_is_not_called_the_optimum(tmp_path):
+    """agent.yaml stopped after one branch-and-bound node (a deterministic limit): its plan is
+    8 MI300Xs at a 3.9% gap, so the single-GPU-type line must not say 'the optimum uses one
+    GPU type' of a plan nobody proved optimal."""
+    path = tmp_path / "agent.yaml"
+    text = (ROOT / "scenarios" / "agent.yaml").read_text()
+    path.write_text(text.replace("\nname: agent\n", "\nname: agent\nsolver:\n  max_nodes: 1\n"))
+    res = invoke("solve", str(path), "--no-export")
+    assert res.exit_code == 0, res.output
+    flat = " ".join(res.output.split())
+    assert "[solver: time_limit" in flat
+    assert "(the plan above uses one GPU type)" in flat
+    assert "the optimum uses one GPU type" not in flat

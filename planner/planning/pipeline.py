@@ -474,6 +474,13 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in result.classes],
     )
     relaxed = solve_fleet(redundant(problem, c, catalog), result.solver)
+    if relaxed.status != "optimal" or result.fleet.status != "optimal":
+        # two plans cut short by the limit differ by where each stopped, not by the bound
+        return (
+            f"what bounding the {'/'.join(stats)} TTFT instead of the mean costs is not "
+            "priced: the solver stopped before proving both plans optimal (raise "
+            "solver.time_limit_s or solver.max_nodes)"
+        )
     mean_cost = float(np.dot(problem.cost_per_hour, relaxed.replicas))
     extra = result.fleet.total_cost_per_hour_usd - mean_cost
     return (

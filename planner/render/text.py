@@ -353,6 +353,15 @@ def _single_gpu_line(plan: Plan) -> str:
     )
     if saving is not None and share is not None and saving > NO_SAVING_USD_PER_MONTH:
         return head + f"; the mix saves {money(saving, 0)}/month ({share:.1%})"
+    if saving is not None and saving < -NO_SAVING_USD_PER_MONTH:
+        # only a plan the solver did not prove optimal can cost more than a subset's
+        return head + (
+            f", {money(-saving, 0)}/month less than the plan above, which the solver stopped "
+            f"before proving optimal ({plan.fleet.status}): raise solver.time_limit_s or "
+            "solver.max_nodes"
+        )
+    if plan.fleet.status != "optimal":
+        return head + " (the plan above uses one GPU type)"
     return head + " (the optimum uses one GPU type)"
 
 
