@@ -300,7 +300,11 @@ def _how_to_edit(plan: Plan, names: Names) -> str:
         "input_tokens_<class>, output_tokens_<class>, utilisation) and every figure that "
         "depends on it recomputes: costs, tokens/s, $ per 1K, API bills, and the fleet's "
         "capacity at that utilisation with a capacity check. Nothing re-plans: replica and "
-        "GPU counts and latencies are the planner's (rerun planner for new ones)."
+        "GPU counts and latencies are the planner's (rerun planner for new ones). The "
+        "capacity is the planned replicas' req/s at the planned token lengths and class mix: "
+        "it follows the utilisation only, so after editing input or output tokens, or moving "
+        "demand between classes, the check compares against the old capacity (longer outputs "
+        "need more replicas): rerun planner."
     )
     if plan.over_time is not None:
         how += (

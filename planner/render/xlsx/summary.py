@@ -308,7 +308,8 @@ def _api_rows(plan: Plan, r: _Refs, names: Names) -> dict[str, SummaryRow]:
             f'=IF(B8>B24,"{OVER_CAPACITY}","ok")',
             None,
             None,
-            "demand above the planned fleet's capacity is flagged",
+            "demand above the planned fleet's capacity is flagged (capacity at the planned "
+            "token lengths and class mix: rerun planner after editing those)",
         ),
     }
 
