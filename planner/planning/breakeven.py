@@ -595,14 +595,41 @@ class BuildVsBuy:
 
     @property
     def chart_title(self) -> str:
-        """What the break-even chart shows: a crossing, or that the lines never cross."""
+        """What the break-even chart shows: a crossing, or that the lines never cross and
+        which side of the self-hosted line each API stays on (some may lie below it, some
+        above: then how many of each, not that self-hosting is cheaper)."""
         if self.crossing:
             return "Build vs buy: where self-hosting becomes cheaper"
-        cheaper = self.curves is not None and all(
-            (api < self.curves[1]).all() for api in self.api_curves.values()
-        )
-        who = "every API is cheaper" if cheaper else "self-hosting is cheaper"
+        cheaper, dearer = self.sides()
+        if not cheaper and not dearer:  # no API line drawn, or each equal to self-hosting
+            return "Build vs buy: the lines never cross in this range"
+        if cheaper and not dearer:
+            who = "every API is cheaper"
+        elif dearer and not cheaper:
+            who = "self-hosting is cheaper"
+        else:
+            return (
+                f"Build vs buy: the lines never cross in this range: {_apis(cheaper)} "
+                f"cheaper throughout, {dearer} dearer"
+            )
         return f"Build vs buy: the lines never cross in this range ({who})"
+
+    def sides(self) -> tuple[int, int]:
+        """APIs whose line lies below the self-hosted one somewhere (and never above it),
+        and those above it somewhere: the (cheaper, dearer) counts of lines that never cross
+        (a line equal to self-hosting throughout counts as neither)."""
+        if self.curves is None:
+            return 0, 0
+        own, crossing = self.curves[1], set(self.crossing)
+        lines = [api for label, api in self.api_curves.items() if label not in crossing]
+        cheaper = sum(bool((api < own).any()) for api in lines)
+        dearer = sum(bool((api > own).any()) for api in lines)
+        return cheaper, dearer
+
+
+def _apis(n: int) -> str:
+    """'1 API', '3 APIs': a count of API lines."""
+    return f"{n} API" if n == 1 else f"{n} APIs"
 
 
 def api_curves(plan: Plan, volume: np.ndarray) -> dict[str, np.ndarray]:
