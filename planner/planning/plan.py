@@ -166,6 +166,14 @@ class TimePlan:
         """The horizon's cost a month on average: what self-hosting is compared at."""
         return self.solution.total_cost / self.horizon_months
 
+    def held_gpus(self, times: str = " x ") -> str:
+        """The GPUs held for the whole horizon, reserved then owned, joined by commas ('' when
+        none): one list for the text and the workbook (an owned-only plan began ', 10 x')."""
+        sol = self.solution
+        parts = [f"{n}{times}{g} reserved" for g, n in sol.reserved.items() if n]
+        parts += [f"{n}{times}{g} owned" for g, n in sol.owned.items() if n]
+        return ", ".join(parts)
+
     def api_monthly_usd(self, quote: ApiQuote) -> float:
         """An API's bill a month averaged over the horizon: the tokens each month serves, its
         prefix-cached share at the cached-input price (`api_bill_usd`, as `compare` bills)."""

@@ -415,8 +415,7 @@ def _time_headline(tp: TimePlan) -> str:
     """The horizon, the solver's status and the GPUs held for the whole horizon."""
     sol = tp.solution
     status = sol.status if sol.status == "optimal" else f"{sol.status}, gap {sol.gap:.1%}"
-    held = ", ".join(f"{n} x {g} reserved" for g, n in sol.reserved.items() if n)
-    held += "".join(f", {n} x {g} owned" for g, n in sol.owned.items() if n)
+    held = tp.held_gpus()
     return (
         f"Plan over {tp.horizon_months} months [{status}]: "
         f"{held or 'nothing reserved'}; the rest rented per period."

@@ -42,8 +42,7 @@ def _self_row(plan: Plan, totals: dict[str, str]) -> list:
     fleet, ot = plan.fleet, plan.over_time
     summary = quote_sheetname(SUMMARY)
     if ot is not None:
-        held = ", ".join(f"{n}x {g} reserved" for g, n in ot.solution.reserved.items() if n)
-        held += "".join(f", {n}x {g} owned" for g, n in ot.solution.owned.items() if n)
+        held = ot.held_gpus("x ")
         return [
             f"self-hosted: plan over time ({ot.horizon_months} months)",
             (held or "nothing held") + "; the rest rented per period (Monthly sheet)",
