@@ -21,9 +21,11 @@ HEAD = (
 
 
 def _solve(tmp_path: Path, body: str) -> tuple[int, str]:
-    """`planner solve` on a scenario of HEAD plus `body`: its exit code and message."""
+    """`planner solve` on a scenario of HEAD plus `body` (its own sla: in place of HEAD's):
+    the exit code and message."""
     path = tmp_path / "s.yaml"
-    path.write_text(HEAD + body, "utf-8")
+    head = HEAD.replace("sla: {tpot_ms: 50}\n", "") if body.startswith("sla:") else HEAD
+    path.write_text(head + body, "utf-8")
     res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"], obj={})
     return res.exit_code, res.output
 
@@ -66,3 +68,48 @@ def test_a_tier_without_prices_is_named_with_the_tiers_that_have_them(tmp_path):
     assert "has a price in tier 'reserved_1y'" in out
     assert "the catalog prices them in: capacity_block, marketplace, on_demand, spot;" in out
     assert "chosen tier" not in out
+
+
+def test_an_unknown_tier_names_the_value_a_close_match_and_the_tiers(tmp_path):
+    code, out = _solve(tmp_path, "hardware: {pricing: {tier: reserved}}\n")
+    assert code == 2, out
+    assert (
+        "s.yaml: hardware.pricing.tier: unknown value 'reserved' (did you mean 'reserved_1y' "
+        "or 'reserved_3y'?); allowed: on_demand, spot, reserved_1y, reserved_3y, "
+        "capacity_block, marketplace"
+    ) in " ".join(out.split())
+    assert "Input should be" not in out
+
+
+def test_an_unknown_statistic_suggests_its_lower_case(tmp_path):
+    code, out = _solve(tmp_path, "sla: {tpot_ms: 50, statistic: P90}\n")
+    assert code == 2, out
+    assert (
+        "s.yaml: sla.statistic: unknown value 'P90' (did you mean 'p90'?); allowed: mean, p50, "
+        "p90, p95, p99"
+    ) in " ".join(out.split())
+
+
+def test_literal_and_enum_errors_read_as_yaml_spells_the_values():
+    """True/False of a Literal read 'true'/'false'; an Enum's values are named the same way;
+    a value with no close match gets none."""
+    import enum
+    from typing import Literal
+
+    from pydantic import BaseModel, ValidationError
+
+    from planner.inputs.loading import describe_error
+
+    class Colour(enum.Enum):
+        RED = "red"
+        GREEN = "green"
+
+    class Doc(BaseModel):
+        mode: Literal["auto", True, False] = "auto"
+        colour: Colour = Colour.RED
+
+    with pytest.raises(ValidationError) as caught:
+        Doc.model_validate({"mode": "maybe", "colour": "gren"})
+    mode, colour = (describe_error(e, Doc) for e in caught.value.errors())
+    assert mode == "mode: unknown value 'maybe'; allowed: auto, true, false"
+    assert colour == "colour: unknown value 'gren' (did you mean 'green'?); allowed: red, green"
