@@ -86,12 +86,12 @@ def check(path: Path, catalog) -> list[str]:
     result = plan(scenario, cat)
     if result.problem is None or not result.api_quotes or result.over_time is not None:
         return []
-    rates, inputs, outputs = breakeven._class_arrays(result)
+    tokens = breakeven.class_tokens(result)
     lines = []
     for quote in result.api_quotes:
         search = SelfCost(result.problem, result.solver)
         search.know(result)
-        api = breakeven.api_cost_per_hour(quote, rates, inputs, outputs)
+        api = breakeven.api_cost_per_hour(quote, tokens)
         slope = api * result.average_demand_factor
         t0 = time.process_time()
         found = breakeven.break_even_scale(search, api, result.average_demand_factor)
@@ -102,7 +102,7 @@ def check(path: Path, catalog) -> list[str]:
             ref = None  # the LP bound: no fleet is below the line anywhere
         else:
             ref = first_crossing(brute, slope, min(top, float(SCALES[-1])))
-        total = float(rates.sum())
+        total = float(tokens.rates.sum())
         fmt = lambda s, t=total: "none" if s is None else f"{s * t:.6g}"  # noqa: E731
         rel = "" if found is None or ref is None else f"{found / ref - 1:+.3e}"
         lines.append(

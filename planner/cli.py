@@ -436,7 +436,7 @@ def _solver_overrides(sc, solver, time_limit):
     "plot_path",
     type=click.Path(dir_okay=False),
     default=None,
-    help="Chart path (default: exports/<scenario>-break-even.png).",
+    help="Chart path, .png, .pdf or .svg (default: exports/<scenario>-break-even.png).",
 )
 @click.option("--no-plot", is_flag=True, help="Do not draw the chart.")
 @_wide_option
@@ -452,6 +452,10 @@ def compare(ctx, scenario, as_json, plot_path, no_plot, wide) -> None:
     from planner.render.json import compare_dict, to_json
     from planner.render.text import render_compare
 
+    if plot_path is not None and not no_plot:  # a name matplotlib cannot write: before planning
+        from planner.render.png import chart_format
+
+        chart_format(Path(plot_path))
     sc, catalog = load_scenario(scenario, _catalog(ctx))
     result = make_plan(sc, catalog)
     analysis = _with_progress(analyse, result)

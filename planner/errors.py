@@ -108,13 +108,18 @@ def close_match(name: str, choices: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
+def did_you_mean(name: Any, choices: Iterable[str]) -> str:
+    """' (did you mean 'a' or 'b'?)' for a misspelt name's close matches, or ''."""
+    hints = [f"'{h}'" for h in close_matches(name, choices)]
+    if not hints:
+        return ""
+    either = hints[0] if len(hints) == 1 else ", ".join(hints[:-1]) + f" or {hints[-1]}"
+    return f" (did you mean {either}?)"
+
+
 def unknown_name_message(kind: str, name: str, choices: Iterable[str]) -> str:
     """One sentence for an unknown id: what was given, close matches, what is allowed."""
     choices = sorted(choices)
-    hints = [f"'{h}'" for h in close_matches(name, choices)]
-    msg = f"unknown {kind} '{short_name(name)}'"
-    if hints:
-        either = hints[0] if len(hints) == 1 else ", ".join(hints[:-1]) + f" or {hints[-1]}"
-        msg += f" (did you mean {either}?)"
+    msg = f"unknown {kind} '{short_name(name)}'" + did_you_mean(name, choices)
     shown = ", ".join(choices[:40]) + (" ..." if len(choices) > 40 else "")
     return f"{msg}; known: {shown}"

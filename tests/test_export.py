@@ -959,6 +959,41 @@ def test_break_even_chart_titles_say_whether_the_lines_cross():
     assert crossing.chart_title == "Build vs buy: where self-hosting becomes cheaper"
 
 
+def test_break_even_chart_title_counts_apis_on_each_side_when_none_cross():
+    """Self-hosting 100, 200, 300: one API at half the volume's $ stays below it, two at 20x
+    +1000 stay above; before, 'not every API cheaper' read as 'self-hosting is cheaper'."""
+    volume = np.array([1.0, 10.0, 100.0])
+    own = np.array([100.0, 200.0, 300.0])
+    above = volume * 20 + 1000
+    mixed = BuildVsBuy(
+        [], (volume, own, own), api_curves={"a": volume * 0.5, "b": above, "c": above + 1}
+    )
+    assert mixed.crossing == () and mixed.sides() == (1, 2)
+    assert mixed.chart_title == (
+        "Build vs buy: the lines never cross in this range: 1 API cheaper throughout, 2 dearer"
+    )
+    dearer = BuildVsBuy([], (volume, own, own), api_curves={"b": above})
+    assert dearer.chart_title.endswith("(self-hosting is cheaper)")
+    assert BuildVsBuy([], None).chart_title == "Build vs buy: the lines never cross in this range"
+
+
+@pytest.mark.slow  # batch-job's break-even analysis and workbook
+def test_batch_job_chart_title_in_the_workbook_and_html(catalog, tmp_path):
+    """batch-job: OpenRouter, Nebius and DeepInfra's two offerings lie below self-hosting at
+    every volume drawn, the five others above; the workbook's and the HTML's title say so."""
+    from planner.planning.report import plan_report
+    from planner.render.xlsx.analysis import indexed
+
+    sc, cat = load_scenario(str(ROOT / "scenarios" / "batch-job.yaml"), catalog)
+    p = make_plan(sc, cat)
+    found = analyse(p)
+    want = "Build vs buy: the lines never cross in this range: 4 APIs cheaper throughout, 5 dearer"
+    assert found.chart_title == want
+    assert indexed(found).title == want
+    chart = next(c for c in plan_report(p, found).charts if c.id == "breakeven")
+    assert chart.title == want
+
+
 def test_break_even_chart_shows_every_api(plan, analysis, written):
     ws = openpyxl.load_workbook(written)["Charts"]
     chart = ws._charts[-1]

@@ -1,10 +1,17 @@
-"""PNG charts: how their axes read (the charts themselves are written end to end in test_cli)."""
+"""Charts: how their axes read, and the format each file is written in (the charts
+themselves are written end to end in test_cli)."""
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
 from planner.render import png
+
+CHATBOT = Path(__file__).resolve().parent.parent / "scenarios" / "chatbot.yaml"
 
 plt = pytest.importorskip("matplotlib.pyplot")
 
@@ -32,3 +39,25 @@ def test_a_narrow_log_axis_reads_2_5_10_not_powers_of_ten():
 def test_a_wide_log_axis_labels_its_powers_of_ten_only():
     labels = _labels(200.0, 600_000.0, "${:,.0f}")
     assert labels == ["$1,000", "$10,000", "$100,000"]
+
+
+@pytest.mark.parametrize(
+    ("name", "magic"), [("x.pdf", b"%PDF"), ("x.svg", b"<?xml"), ("x.PNG", b"\x89PNG")]
+)
+def test_compare_writes_the_format_its_plot_name_ends_in(tmp_path, name, magic):
+    """compare --plot out/x.pdf wrote PNG bytes under that name; each file now starts with
+    its own format's signature."""
+    target = tmp_path / name
+    res = CliRunner().invoke(cli, ["compare", str(CHATBOT), "--plot", str(target)], obj={})
+    assert res.exit_code == 0, res.output
+    assert target.read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("name", ["x.jpg", "x"])
+def test_compare_refuses_a_plot_name_it_cannot_write(tmp_path, name):
+    """Any other extension (or none) exits 2 before planning, naming the allowed ones."""
+    target = tmp_path / name
+    res = CliRunner().invoke(cli, ["compare", str(CHATBOT), "--plot", str(target)], obj={})
+    assert res.exit_code == 2, res.output
+    assert f"--plot: {target} " in res.output and "one of .png, .pdf, .svg" in res.output
+    assert not target.exists()

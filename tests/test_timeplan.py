@@ -293,3 +293,26 @@ def test_the_break_even_chart_draws_the_plan_over_time(diurnal):
     assert own[0] < diurnal.fleet.monthly_cost_usd  # the peak fleet 24/7 costs more
     assert api.tolist() == [pytest.approx(tp.api_monthly_usd(diurnal.api_quotes[0]))]
     assert len(cost.cache) == 1  # nothing re-solved
+
+
+def test_held_gpus_lists_owned_alone_without_a_leading_comma():
+    """owned-fleet holds 10 H100s owned and nothing reserved: the headline read
+    'Plan over 12 months [optimal]: , 10 x h100-sxm owned' (and the workbook's B2 alike)."""
+    from types import SimpleNamespace
+
+    from planner.planning.plan import TimePlan
+    from planner.render.text import _time_headline
+
+    def held(reserved: dict, owned: dict, times: str = " x ") -> str:
+        tp = SimpleNamespace(solution=SimpleNamespace(reserved=reserved, owned=owned))
+        return TimePlan.held_gpus(tp, times)  # type: ignore[arg-type]
+
+    assert held({"h200": 0}, {"h100-sxm": 10}) == "10 x h100-sxm owned"
+    assert held({"h200": 2}, {"h100-sxm": 10}, "x ") == "2x h200 reserved, 10x h100-sxm owned"
+    assert held({"h200": 0}, {}) == ""
+    sol = SimpleNamespace(status="optimal", reserved={}, owned={"h100-sxm": 10})
+    tp = SimpleNamespace(solution=sol, horizon_months=12)
+    tp.held_gpus = lambda: TimePlan.held_gpus(tp)  # type: ignore[arg-type]
+    assert _time_headline(tp) == (  # type: ignore[arg-type]
+        "Plan over 12 months [optimal]: 10 x h100-sxm owned; the rest rented per period."
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Mapping
 from importlib import resources
@@ -13,7 +14,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from planner.errors import InputError, close_match, short_name, shorten
+from planner.errors import InputError, close_match, did_you_mean, short_name, shorten
 from planner.schema import limits
 
 M = TypeVar("M", bound=BaseModel)
@@ -337,10 +338,28 @@ def describe_error(err: Mapping[str, Any], model: type[BaseModel]) -> str:
         return f"{path}: required key is missing"
     if kind in ("union_tag_not_found", "union_tag_invalid"):
         return f"{path}: {_tag_message(err, model)}"
+    if kind in ("literal_error", "enum"):
+        return f"{path}: {_choice_message(err)}"
     text = err.get("msg", "invalid").removeprefix("Value error, ")
     value = err.get("input")
     shown = f" (got {shorten(value)})" if "input" in err and not isinstance(value, dict) else ""
     return f"{text}{shown}" if not loc else f"{path}: {text}{shown}"
+
+
+# one allowed value in pydantic's "'a', 'b' or True": a quoted string, or a bare constant
+_EXPECTED = re.compile(r"'((?:[^'\\]|\\.)*)'|\b(True|False|None|-?\d+(?:\.\d+)?)\b")
+_YAML_CONSTANTS = {"True": "true", "False": "false", "None": "null"}
+
+
+def _choice_message(err: Mapping[str, Any]) -> str:
+    """A value outside a fixed set (a Literal or an Enum): the value, a close match and every
+    allowed value as YAML spells it, in place of pydantic's "Input should be 'a' or 'b'"."""
+    expected = str((err.get("ctx") or {}).get("expected", ""))
+    allowed = [q or _YAML_CONSTANTS.get(bare, bare) for q, bare in _EXPECTED.findall(expected)]
+    value = err.get("input")
+    shown = f"'{short_name(value)}'" if isinstance(value, str) else shorten(value)
+    hint = did_you_mean(value, allowed) if isinstance(value, str) else ""
+    return f"unknown value {shown}{hint}; allowed: {', '.join(allowed)}"
 
 
 def _tag_message(err: Mapping[str, Any], model: type[BaseModel]) -> str:

@@ -200,3 +200,6 @@ def _check_ids(scenario: Scenario, path: Path, catalog: Catalog) -> None:
                     else key
                 )
                 raise InputError(f"{path}: {where}: " + unknown_name_message(kind, item, table))
+    emptied = scenario.hardware.nothing_left(catalog.gpus)
+    if emptied is not None:
+        raise InputError(f"{path}: {emptied}")

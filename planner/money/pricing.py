@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from planner.inputs.catalog import Catalog
 from planner.perf.candidates import Price
 from planner.schema.hardware import Gpu
@@ -26,15 +28,43 @@ def gpu_price(gpu: Gpu, pricing: Pricing) -> Price | None:
     return Price(row.usd_per_gpu_hour, row.provider, row.source, row.as_of)
 
 
+class ApiPrices(Protocol):
+    """What prices an API's tokens: a catalog offering or a quote made from one."""
+
+    @property
+    def input_usd_per_1m(self) -> float: ...
+    @property
+    def output_usd_per_1m(self) -> float: ...
+    @property
+    def cached_input_usd_per_1m(self) -> float | None: ...
+
+
+def api_bill_usd(
+    prices: ApiPrices, input_tokens: float, cached_tokens: float, output_tokens: float
+) -> float:
+    """$ an API bills for tokens, the one API price every caller uses: `cached_tokens` of the
+    `input_tokens` (prefix-cached) at the cached-input price where one is listed, else at the
+    input price (issue #11), the rest of the input and the output at their prices."""
+    cached_price = prices.cached_input_usd_per_1m
+    discount = 0.0 if cached_price is None else prices.input_usd_per_1m - cached_price
+    usd = (
+        input_tokens * prices.input_usd_per_1m
+        - cached_tokens * discount
+        + output_tokens * prices.output_usd_per_1m
+    )
+    return usd / TOKENS_PER_1M
+
+
 def api_usd_per_hour(
-    input_usd_per_1m: float,
-    output_usd_per_1m: float,
+    prices: ApiPrices,
     input_tokens_per_s: float,
+    cached_tokens_per_s: float,
     output_tokens_per_s: float,
 ) -> float:
-    """$/h an API bills for a token stream at its per-1M input and output prices."""
-    per_s = input_tokens_per_s * input_usd_per_1m + output_tokens_per_s * output_usd_per_1m
-    return per_s / TOKENS_PER_1M * SECONDS_PER_HOUR
+    """$/h an API bills for a token stream (`api_bill_usd` over an hour of it)."""
+    return SECONDS_PER_HOUR * api_bill_usd(
+        prices, input_tokens_per_s, cached_tokens_per_s, output_tokens_per_s
+    )
 
 
 def api_quotes(
@@ -48,14 +78,7 @@ def api_quotes(
     tokens_out = sum(c.requests_per_second * c.output_tokens for c in classes)
     quotes = []
     for provider, offer in catalog.api_offerings(model_id):
-        cached_price = offer.cached_input_usd_per_1m
-        per_hour = api_usd_per_hour(
-            offer.input_usd_per_1m, offer.output_usd_per_1m, tokens_in, tokens_out
-        )
-        if cached_price is not None:  # the cached tokens' discount from the input price
-            per_hour -= api_usd_per_hour(
-                offer.input_usd_per_1m - cached_price, 0.0, tokens_cached, 0.0
-            )
+        per_hour = api_usd_per_hour(offer, tokens_in, tokens_cached, tokens_out)
         per_1k_out = per_hour / (SECONDS_PER_HOUR * tokens_out) * 1e3 if tokens_out else 0.0
         quotes.append(
             ApiQuote(
@@ -68,7 +91,7 @@ def api_quotes(
                 cost_per_1k_output_tokens_usd=per_1k_out,
                 source=offer.source,
                 as_of=offer.as_of,
-                cached_input_usd_per_1m=cached_price,
+                cached_input_usd_per_1m=offer.cached_input_usd_per_1m,
             )
         )
     return tuple(sorted(quotes, key=lambda q: (q.cost_per_hour_usd, q.provider)))

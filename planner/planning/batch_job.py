@@ -20,7 +20,7 @@ from planner.fleet.selection import Offered, offered_capacity, prune_dominated, 
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
 from planner.inputs.catalog import Catalog
-from planner.money.pricing import gpu_price
+from planner.money.pricing import api_bill_usd, gpu_price
 from planner.perf.candidates import Price
 from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only
@@ -221,7 +221,8 @@ def api_job_quotes(catalog: Catalog, model_id: str, job: Job) -> tuple[ApiJobQuo
             ApiJobQuote(
                 provider=provider.name,
                 provider_model_id=offer.provider_model_id,
-                list_cost_usd=tok_in * offer.input_usd_per_1m + tok_out * offer.output_usd_per_1m,
+                # a job states no cached prefix: every prompt token at the input price
+                list_cost_usd=api_bill_usd(offer, n * job.input_tokens, 0.0, n * job.output_tokens),
                 batch_cost_usd=batch,
                 source=offer.source,
                 as_of=offer.as_of,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -23,10 +23,10 @@ from planner.fleet import disagg, dominance, scaled
 from planner.fleet.bounds import cheapest_per_request
 from planner.fleet.solver import SolverOptions, solve
 from planner.fleet.steady import FleetProblem, FleetSolution, solve_fleet
-from planner.money.pricing import api_usd_per_hour
+from planner.money.pricing import api_bill_usd, api_usd_per_hour
 from planner.planning.plan import Plan, TimePlan
 from planner.schema.plan import ApiQuote
-from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1M
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 if TYPE_CHECKING:  # the plan over time's solver is imported where one is re-solved (issue 16:
     # 3 ms of every single-period workbook's imports)
@@ -39,6 +39,15 @@ EDGE_MARGIN = 1e-5  # the walk probes this far past where the line meets a cost 
 WALK_PLANS = 8  # plans over time the break-even walk solves before the grid scan answers
 COST_DECIMALS = 9  # $/h: a fleet's cost, summed in any order, compared at this precision
 BREAK_EVEN_TOL = 5e-3  # the relative gap the break-even plans over time are solved to
+
+
+class ClassTokens(NamedTuple):
+    """Each class's peak requests/s and tokens a request: what an API's bill is priced on."""
+
+    rates: np.ndarray
+    inputs: np.ndarray
+    cached: np.ndarray  # prompt tokens of `inputs` served from the prefix cache
+    outputs: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -58,22 +67,21 @@ class Comparison:
         return self.api_monthly_usd < self.self_monthly_usd
 
 
-def api_cost_per_request(quote: ApiQuote, input_tokens: float, output_tokens: float) -> float:
-    """Input and output tokens at the offering's per-1M prices."""
-    return (input_tokens * quote.input_usd_per_1m + output_tokens * quote.output_usd_per_1m) / (
-        TOKENS_PER_1M
-    )
-
-
-def api_cost_per_hour(
-    quote: ApiQuote, rates: np.ndarray, inputs: np.ndarray, outputs: np.ndarray
+def api_cost_per_request(
+    quote: ApiQuote, input_tokens: float, output_tokens: float, cached_tokens: float = 0.0
 ) -> float:
-    """$/h of serving `rates` requests/s per class through the API."""
+    """One request's bill (`api_bill_usd`: its cached prompt tokens at the cached price)."""
+    return api_bill_usd(quote, input_tokens, cached_tokens, output_tokens)
+
+
+def api_cost_per_hour(quote: ApiQuote, tokens: ClassTokens) -> float:
+    """$/h of serving each class's peak requests/s through the API, cached tokens included."""
+    rates = tokens.rates
     return api_usd_per_hour(
-        quote.input_usd_per_1m,
-        quote.output_usd_per_1m,
-        float((rates * inputs).sum()),
-        float((rates * outputs).sum()),
+        quote,
+        float((rates * tokens.inputs).sum()),
+        float((rates * tokens.cached).sum()),
+        float((rates * tokens.outputs).sum()),
     )
 
 
@@ -392,8 +400,9 @@ def compare(
     if plan.over_time is not None:
         return _compare_over_time(plan, plan.over_time, self_cost, progress)
     average_factor = plan.average_demand_factor
-    rates, inputs, outputs = _class_arrays(plan)
-    tokens_per_s = float((rates * (inputs + outputs)).sum())
+    tokens = class_tokens(plan)
+    rates = tokens.rates
+    tokens_per_s = float((rates * (tokens.inputs + tokens.outputs)).sum())
     self_monthly = plan.self_hosted_monthly_usd
     if not isinstance(self_cost, SelfCost):
         self_cost = SelfCost(plan.problem, plan.solver)
@@ -402,7 +411,7 @@ def compare(
     for quote in plan.api_quotes:
         if progress is not None:
             progress(1)
-        api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
+        api_hour = api_cost_per_hour(quote, tokens)
         scale = break_even_scale(self_cost, api_hour, average_factor)
         out.append(
             Comparison(
@@ -427,7 +436,7 @@ def _compare_over_time(
 ) -> list[Comparison]:
     """Every API against the plan over time: both averaged a month over the horizon; the
     break-even scales every month's demand and re-solves the plan over time."""
-    rates, _, _ = _class_arrays(plan)
+    rates = class_tokens(plan).rates
     months = tp.horizon_months
     tokens_per_month = sum(m.input_tokens + m.output_tokens for m in tp.monthly) / months
     requests = sum(m.avg_requests_per_s for m in tp.monthly) / months * SECONDS_PER_HOUR
@@ -483,12 +492,14 @@ def _walk_out_note(
     )
 
 
-def _class_arrays(plan: Plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Peak requests/s, input and output tokens per class."""
-    rates = np.array([c.requests_per_second for c in plan.classes])
-    inputs = np.array([c.input_tokens for c in plan.classes], float)
-    outputs = np.array([c.output_tokens for c in plan.classes], float)
-    return rates, inputs, outputs
+def class_tokens(plan: Plan) -> ClassTokens:
+    """Peak requests/s, input, prefix-cached and output tokens per class."""
+    return ClassTokens(
+        rates=np.array([c.requests_per_second for c in plan.classes], float),
+        inputs=np.array([c.input_tokens for c in plan.classes], float),
+        cached=np.array([c.prefix_cached_tokens for c in plan.classes], float),
+        outputs=np.array([c.output_tokens for c in plan.classes], float),
+    )
 
 
 CURVE_SCALES = SCALES[(SCALES >= 0.05) & (SCALES <= 20.0)]  # grid points: shared solves
@@ -530,9 +541,9 @@ def cost_curves(
     assert plan.problem is not None, "a plan without a fleet problem has no cost curve"
     cost = self_cost or SelfCost(plan.problem, plan.solver)
     scales = curve_scales(cost) if scales is None else scales
-    rates, inputs, outputs = _class_arrays(plan)
-    api_hour = api_cost_per_hour(quote, rates, inputs, outputs)
-    volume = scales * rates.sum()
+    tokens = class_tokens(plan)
+    api_hour = api_cost_per_hour(quote, tokens)
+    volume = scales * tokens.rates.sum()
     cost.fill(scales)
     own = np.array([cost(s) for s in scales])
     api = api_hour * plan.average_demand_factor * scales * HOURS_PER_MONTH
@@ -584,14 +595,41 @@ class BuildVsBuy:
 
     @property
     def chart_title(self) -> str:
-        """What the break-even chart shows: a crossing, or that the lines never cross."""
+        """What the break-even chart shows: a crossing, or that the lines never cross and
+        which side of the self-hosted line each API stays on (some may lie below it, some
+        above: then how many of each, not that self-hosting is cheaper)."""
         if self.crossing:
             return "Build vs buy: where self-hosting becomes cheaper"
-        cheaper = self.curves is not None and all(
-            (api < self.curves[1]).all() for api in self.api_curves.values()
-        )
-        who = "every API is cheaper" if cheaper else "self-hosting is cheaper"
+        cheaper, dearer = self.sides()
+        if not cheaper and not dearer:  # no API line drawn, or each equal to self-hosting
+            return "Build vs buy: the lines never cross in this range"
+        if cheaper and not dearer:
+            who = "every API is cheaper"
+        elif dearer and not cheaper:
+            who = "self-hosting is cheaper"
+        else:
+            return (
+                f"Build vs buy: the lines never cross in this range: {_apis(cheaper)} "
+                f"cheaper throughout, {dearer} dearer"
+            )
         return f"Build vs buy: the lines never cross in this range ({who})"
+
+    def sides(self) -> tuple[int, int]:
+        """APIs whose line lies below the self-hosted one somewhere (and never above it),
+        and those above it somewhere: the (cheaper, dearer) counts of lines that never cross
+        (a line equal to self-hosting throughout counts as neither)."""
+        if self.curves is None:
+            return 0, 0
+        own, crossing = self.curves[1], set(self.crossing)
+        lines = [api for label, api in self.api_curves.items() if label not in crossing]
+        cheaper = sum(bool((api < own).any()) for api in lines)
+        dearer = sum(bool((api > own).any()) for api in lines)
+        return cheaper, dearer
+
+
+def _apis(n: int) -> str:
+    """'1 API', '3 APIs': a count of API lines."""
+    return f"{n} API" if n == 1 else f"{n} APIs"
 
 
 def api_curves(plan: Plan, volume: np.ndarray) -> dict[str, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,7 @@ from planner.planning import disagg
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.plan import RequestClassPlan
-from planner.schema.scenario import Scenario
+from planner.schema.scenario import Pricing, Scenario
 from planner.units import HOURS_PER_MONTH
 
 
@@ -274,6 +275,33 @@ def _fleet_text(problem: FleetProblem, replicas: np.ndarray) -> str:
     return ", ".join(f"{n} x {g}" for g, n in sorted(parts.items()) if n)
 
 
+def _no_price_message(scenario: Scenario, gpus: list[Gpu]) -> str:
+    """No allowed GPU is priced in the scenario's tier (and provider): name them, and the
+    tiers the catalog does price those GPUs in (of that provider, when one is named)."""
+    pricing = scenario.hardware.pricing
+    of = f" from provider '{pricing.provider}'" if pricing.provider else ""
+    want = (pricing.provider or "").lower()
+    allowed = set(get_args(Pricing.model_fields["tier"].annotation))  # not 'serverless'
+    tiers = sorted(
+        {
+            p.tier
+            for g in gpus
+            for p in g.prices
+            if p.tier in allowed and (not want or p.provider.lower() == want)
+        }
+    )
+    other = (
+        f"the catalog prices them{of} in: {', '.join(tiers)}"
+        if tiers
+        else f"the catalog prices them{of} in no tier"
+    )
+    return (
+        f"hardware.pricing.tier: none of the allowed GPUs ({', '.join(g.id for g in gpus)}) "
+        f"has a price in tier '{pricing.tier}'{of}; {other}; choose one of those, another "
+        "provider, or set hardware.pricing.usd_per_gpu_hour"
+    )
+
+
 def explain_infeasible(
     scenario: Scenario,
     model: Model,
@@ -288,10 +316,7 @@ def explain_infeasible(
     a plan that loads it, and only when no plan exists)."""
     rows = columns.conform(table.to_pandas(), columns.CANDIDATE_COLUMNS)
     if not prices:
-        raise InfeasibleError(
-            "pricing: none of the allowed GPUs has a price in the chosen tier; set "
-            "hardware.pricing.usd_per_gpu_hour or choose another tier/provider"
-        )
+        raise InfeasibleError(_no_price_message(scenario, gpus))
     priced = rows[rows["price_usd_per_gpu_hour"].notna()] if not rows.empty else rows
     fitting = priced[priced["fits"]] if not priced.empty else priced
     if fitting.empty:

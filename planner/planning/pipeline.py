@@ -89,6 +89,9 @@ def allowed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
         for gpu_id in ids:
             if gpu_id not in catalog.gpus:
                 raise InputError(f"{key}: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
+    emptied = hw.nothing_left(catalog.gpus)  # load_scenario says so first, naming the file
+    if emptied is not None:
+        raise InputError(emptied)
     listed = _listed_gpus(scenario, catalog)
     engine = catalog.engine(scenario.engine)
     kept = [g for g in listed if engine.runs_on(g.family)]

@@ -12,11 +12,12 @@ from planner.arrays import row_groups
 from planner.fleet.selection import CANDIDATE_KEY, Offered
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
+from planner.money.pricing import api_bill_usd
 from planner.perf import columns
 from planner.perf.candidates import Price
 from planner.perf.table import Table, values
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
-from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K, TOKENS_PER_1M
+from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K
 
 if TYPE_CHECKING:  # issue #16: a single-period plan never loads the plan-over-time MIP
     import pandas as pd
@@ -154,6 +155,9 @@ class TimePlan:
     notes: tuple[str, ...] = ()
     class_mean_level: dict[str, float] = field(default_factory=dict)  # class -> profile mean
     shared_profile: bool = True  # every class follows the scenario's one hourly profile
+    # the share of every month's input tokens served from the prefix cache (the classes' mix
+    # is the same each month, growth scaling them all), billed at an API's cached price
+    cached_input_share: float = 0.0
 
     @property
     def cost_per_1k_output_tokens_usd(self) -> float:
@@ -164,11 +168,20 @@ class TimePlan:
         """The horizon's cost a month on average: what self-hosting is compared at."""
         return self.solution.total_cost / self.horizon_months
 
+    def held_gpus(self, times: str = " x ") -> str:
+        """The GPUs held for the whole horizon, reserved then owned, joined by commas ('' when
+        none): one list for the text and the workbook (an owned-only plan began ', 10 x')."""
+        sol = self.solution
+        parts = [f"{n}{times}{g} reserved" for g, n in sol.reserved.items() if n]
+        parts += [f"{n}{times}{g} owned" for g, n in sol.owned.items() if n]
+        return ", ".join(parts)
+
     def api_monthly_usd(self, quote: ApiQuote) -> float:
-        """An API's bill a month averaged over the horizon: the tokens each month serves."""
+        """An API's bill a month averaged over the horizon: the tokens each month serves, its
+        prefix-cached share at the cached-input price (`api_bill_usd`, as `compare` bills)."""
+        share = self.cached_input_share
         total = sum(
-            (m.input_tokens * quote.input_usd_per_1m + m.output_tokens * quote.output_usd_per_1m)
-            / TOKENS_PER_1M
+            api_bill_usd(quote, m.input_tokens, m.input_tokens * share, m.output_tokens)
             for m in self.monthly
         )
         return total / self.horizon_months

@@ -294,7 +294,17 @@ def plan_over_time(
         notes=_time_notes(prices, gpus),
         class_mean_level={n: float(m) for n, m in zip(names, profiles.mean(axis=1), strict=True)},
         shared_profile=not fin.profile.by_class,
+        cached_input_share=_cached_share(plan, profiles.mean(axis=1)),
     )
+
+
+def _cached_share(plan: Plan, mean_level: np.ndarray) -> float:
+    """The share of the input tokens served that are prefix-cached: the same every month,
+    since growth scales every class alike (what an API bills at its cached price)."""
+    served = np.array([c.requests_per_second for c in plan.classes], float) * mean_level
+    cached = np.array([c.prefix_cached_tokens for c in plan.classes], float) @ served
+    total = np.array([c.input_tokens for c in plan.classes], float) @ served
+    return float(cached / total) if total > 0 else 0.0
 
 
 def month_blocks(horizon: int, per_period: int) -> list[list[int]]:

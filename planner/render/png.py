@@ -1,4 +1,5 @@
-"""The only matplotlib user: PNG charts of a plan for people who would rather look than read."""
+"""The only matplotlib user: charts of a plan (PNG, or PDF/SVG by the file name) for people
+who would rather look than read."""
 
 from __future__ import annotations
 
@@ -27,10 +28,30 @@ def _pyplot():
     return plt
 
 
+FORMATS = ("png", "pdf", "svg")  # what a chart's file name may end in: matplotlib writes each
+
+
+def chart_format(path: Path, option: str = "--plot") -> str:
+    """The format a chart's file name asks for (its extension), checked before any planning:
+    a name ending otherwise is an input error (a .pdf was written as PNG bytes)."""
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        allowed = ", ".join(f".{f}" for f in FORMATS)
+        got = f"ends in '{path.suffix}'" if path.suffix else "has no extension"
+        raise InputError(
+            f"{option}: {path} {got}; a chart is written in the format its name ends in, "
+            f"one of {allowed}"
+        )
+    return fmt
+
+
 def _save(fig, path: Path) -> Path:
-    """Write the figure atomically, with the mode a plain open() would give (planner.writing)."""
+    """Write the figure atomically in the format its name ends in, with the mode a plain
+    open() would give (planner.writing)."""
+    fmt = chart_format(path)
+    save = partial(fig.savefig, dpi=120, bbox_inches="tight", format=fmt)
     try:
-        return write_atomic(path, partial(fig.savefig, dpi=120, bbox_inches="tight"), ".png")
+        return write_atomic(path, save, f".{fmt}")
     finally:
         fig.clf()
 

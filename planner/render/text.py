@@ -424,8 +424,7 @@ def _time_headline(tp: TimePlan) -> str:
     """The horizon, the solver's status and the GPUs held for the whole horizon."""
     sol = tp.solution
     status = sol.status if sol.status == "optimal" else f"{sol.status}, gap {sol.gap:.1%}"
-    held = ", ".join(f"{n} x {g} reserved" for g, n in sol.reserved.items() if n)
-    held += "".join(f", {n} x {g} owned" for g, n in sol.owned.items() if n)
+    held = tp.held_gpus()
     return (
         f"Plan over {tp.horizon_months} months [{status}]: "
         f"{held or 'nothing reserved'}; the rest rented per period."
@@ -526,6 +525,7 @@ COMPARE_COLUMNS = (
     Col("endpoint", max_width=24),
     Col("$/1M\nin", "r", 3),
     Col("$/1M\nout", "r", 3),
+    Col("$/1M\ncached", "r", 3),
     Col("$/request", "r", 4),
     Col("API\n$/month", "r"),
     Col("cheaper"),
@@ -540,13 +540,17 @@ def per_1m(usd: float) -> str:
     return f"{usd:.2f}" if round(usd, 2) == usd else f"{usd:g}"
 
 
-def _compare_row(r) -> tuple:
+def _compare_row(r, cached: bool) -> tuple:
+    """One API's row; with prefix-cached prompt tokens, the cached-input price it bills them
+    at ('-': none listed, billed at the input price) beside its other prices."""
     be, tokens = r.break_even_peak_requests_per_s, r.break_even_tokens_per_month
+    price = r.quote.cached_input_usd_per_1m
     return (
         r.quote.provider,
         r.quote.provider_model_id,
         per_1m(r.quote.input_usd_per_1m),
         per_1m(r.quote.output_usd_per_1m),
+        *((("-" if price is None else per_1m(price)),) if cached else ()),
         per_token_money(r.api_cost_per_request_usd),
         money(r.api_monthly_usd, 0),
         "API" if r.api_is_cheaper else "self",
@@ -568,9 +572,18 @@ def render_compare(plan: Plan, rows, layout: Layout = Layout(), notes: tuple[str
     )
     if not rows:
         return head + f"\nNo API in the catalog serves {plan.model_id}."
-    body = table(COMPARE_COLUMNS, [_compare_row(r) for r in rows], layout)
+    cached = any(c.prefix_cached_tokens for c in plan.classes)
+    cols = (
+        COMPARE_COLUMNS if cached else tuple(c for c in COMPARE_COLUMNS if "cached" not in c.header)
+    )
+    body = table(cols, [_compare_row(r, cached) for r in rows], layout)
     legend = wrap(
-        "cheaper: which costs less a month at this demand; break-even: the least peak demand "
+        (
+            "cached: the price of prefix-cached prompt tokens (-: none listed, billed as input); "
+            if cached
+            else ""
+        )
+        + "cheaper: which costs less a month at this demand; break-even: the least peak demand "
         "at which self-hosting (re-planned at that volume) costs no more than the API, never: "
         "not up to 1000x this demand",
         layout,

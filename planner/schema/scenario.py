@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -251,6 +252,29 @@ class Hardware(Strict):
     fleet: dict[
         str, Annotated[int, whole(0, limits.MAX_GPU_COUNT, unit="GPUs", low_open=True)]
     ] = {}
+
+    def nothing_left(self, catalog_gpus: Collection[str]) -> str | None:
+        """Why no GPU is left to plan, naming the key that emptied the list (an input error,
+        not an infeasible plan), or None while some GPU is left."""
+        chosen = self.gpus if self.gpus is not None else sorted(self.fleet or catalog_gpus)
+        if set(chosen) - set(self.exclude):
+            return None
+        if self.gpus is not None and not self.gpus:
+            return (
+                "hardware.gpus: the list is empty, so no GPU is left to plan; list GPU ids "
+                "(planner catalog gpus) or leave the key out for every GPU in the catalog"
+            )
+        among = (
+            f"hardware.gpus ({', '.join(chosen)})"
+            if self.gpus is not None
+            else f"hardware.fleet's GPUs ({', '.join(chosen)})"
+            if self.fleet
+            else "the GPUs in the catalog"
+        )
+        return (
+            f"hardware.exclude: excludes every one of {among}, so no GPU is left to plan; "
+            "exclude fewer or allow others"
+        )
 
     def available(self) -> dict[str, int]:
         """The most GPUs of each type a plan may use: inventory, capped by a fleet's counts."""

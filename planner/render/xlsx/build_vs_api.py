@@ -42,8 +42,7 @@ def _self_row(plan: Plan, totals: dict[str, str]) -> list:
     fleet, ot = plan.fleet, plan.over_time
     summary = quote_sheetname(SUMMARY)
     if ot is not None:
-        held = ", ".join(f"{n}x {g} reserved" for g, n in ot.solution.reserved.items() if n)
-        held += "".join(f", {n}x {g} owned" for g, n in ot.solution.owned.items() if n)
+        held = ot.held_gpus("x ")
         return [
             f"self-hosted: plan over time ({ot.horizon_months} months)",
             (held or "nothing held") + "; the rest rented per period (Monthly sheet)",
@@ -78,15 +77,20 @@ def _self_row(plan: Plan, totals: dict[str, str]) -> list:
     ]
 
 
-def _api_monthly(plan: Plan, names: Names, r: int) -> str:
+def _api_monthly(plan: Plan, q: ApiQuote, names: Names, r: int) -> str:
     """An API's bill a month: the tokens of the average month of the horizon (live on the
-    Monthly sheet) with a plan over time, else $/h x hours x the average demand factor."""
+    Monthly sheet; their prefix-cached share at the cached price) with a plan over time,
+    else $/h x hours x the average demand factor."""
     ot = plan.over_time
     if ot is None:
         factor = f"*{names.factor}" if names.factor else ""
         return f"=E{r}*{HOURS_NAME}{factor}"
     tokens_in, tokens_out = _monthly_total(plan, "M"), _monthly_total(plan, "C")
-    return f"=({tokens_in}*C{r}+{tokens_out}*D{r})/{TOKENS_PER_1M:.0f}/{ot.horizon_months}"
+    price = f"C{r}"
+    if ot.cached_input_share and q.cached_input_usd_per_1m is not None:
+        share, cached = ot.cached_input_share, q.cached_input_usd_per_1m
+        price = f"(C{r}-{share:.10g}*(C{r}-{cached:.10g}))"
+    return f"=({tokens_in}*{price}+{tokens_out}*D{r})/{TOKENS_PER_1M:.0f}/{ot.horizon_months}"
 
 
 def _cached_term(plan: Plan, q: ApiQuote, r: int) -> str:
@@ -136,7 +140,7 @@ def write_build_vs_api(
             q.output_usd_per_1m,
             f"=({summary}!$B$9*C{r}+{summary}!$B$10*D{r}{_cached_term(plan, q, r)})"
             f"*{SECONDS_PER_HOUR:.0f}/{TOKENS_PER_1M:.0f}",
-            _api_monthly(plan, names, r),
+            _api_monthly(plan, q, names, r),
             f"=E{r}/({SECONDS_PER_HOUR:.0f}*{summary}!$B$10)*{TOKENS_PER_1K:.0f}"
             if tok_out > 0
             else None,
