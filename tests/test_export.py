@@ -979,12 +979,16 @@ def test_break_even_chart_title_counts_apis_on_each_side_when_none_cross():
 
 @pytest.mark.slow  # batch-job's break-even analysis and workbook
 def test_batch_job_chart_title_in_the_workbook_and_html(catalog, tmp_path):
-    """batch-job: OpenRouter, Nebius and DeepInfra's two offerings lie below self-hosting at
-    every volume drawn, the five others above; the workbook's and the HTML's title say so."""
+    """batch-job with its RTX 4090s at an assumed $0.40/GPU-hour (RunPod's $0.34 makes
+    DeepInfra's $0.03/$0.05 line cross the fleet's steps): OpenRouter, Nebius and DeepInfra's
+    two offerings lie below self-hosting at every volume drawn, the five others above; the
+    workbook's and the HTML's title say so."""
     from planner.planning.report import plan_report
     from planner.render.xlsx.analysis import indexed
 
     sc, cat = load_scenario(str(ROOT / "scenarios" / "batch-job.yaml"), catalog)
+    pricing = sc.hardware.pricing.model_copy(update={"usd_per_gpu_hour": {"rtx-4090": 0.40}})
+    sc = sc.model_copy(update={"hardware": sc.hardware.model_copy(update={"pricing": pricing})})
     p = make_plan(sc, cat)
     found = analyse(p)
     want = "Build vs buy: the lines never cross in this range: 4 APIs cheaper throughout, 5 dearer"
