@@ -180,3 +180,23 @@ def test_a_job_on_tensorrt_llm_names_the_gpus_it_leaves_out(catalog):
     result = price_job(scenario.model_copy(update={"engine": "trtllm"}), cat)
     assert not {line.gpu for line in result.lines} & {"mi300x", "gaudi3", "t4"}
     assert any(n.startswith("trtllm does not run on") and "mi300x" in n for n in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("update", "key"),
+    [
+        ({"max_monthly_budget_usd": 1000}, "max_monthly_budget_usd"),
+        ({"min_replicas": 2}, "min_replicas"),
+        ({"redundancy": "n_plus_1"}, "redundancy"),
+        ({"same_vendor": True}, "same_vendor"),
+    ],
+)
+def test_constraints_a_job_cannot_honour_exit_2_naming_the_key(tmp_path, update, key):
+    """They were read by nothing and the plan came back unchanged; now each is refused."""
+    text = JOB.read_text().replace("  min_replicas: 1\n", "")
+    extra = "\n".join(f"  {k}: {str(v).lower()}" for k, v in update.items())
+    path = tmp_path / "job.yaml"
+    path.write_text(text.replace("constraints:\n", f"constraints:\n{extra}\n"))
+    res = CliRunner().invoke(cli, ["job", str(path)], obj={})
+    assert res.exit_code == 2, res.output
+    assert f"constraints.{key}: does not apply to planner job" in res.output

@@ -100,6 +100,37 @@ def _job(scenario: Scenario) -> Job:
     return job
 
 
+def check_constraints(scenario: Scenario) -> None:
+    """Exit 2 on the constraints a batch job cannot honour, rather than ignore them: it has a
+    total cost, not a monthly one, and no live traffic to keep serving through a loss."""
+    c = scenario.constraints
+    why = {
+        "max_monthly_budget_usd": (
+            c.max_monthly_budget_usd is not None,
+            "a batch job has a total cost (reported), not a monthly one",
+        ),
+        "min_replicas": (
+            c.min_replicas > 1,
+            "a job's replicas run only the hours their share needs and serve no live "
+            "traffic, so a replica floor buys nothing (0 or 1 always holds)",
+        ),
+        "redundancy": (
+            c.redundancy_k > 0,
+            "a job has no live traffic to fail over; a lost replica's share is re-run "
+            "(keep slack in job.deadline_hours instead)",
+        ),
+        "same_vendor": (
+            c.same_vendor,
+            "planner job does not pick vendors; list one vendor's GPUs in hardware.gpus",
+        ),
+    }
+    for key, (asked, reason) in why.items():
+        if asked:
+            raise InputError(
+                f"constraints.{key}: does not apply to planner job: {reason}; remove it"
+            )
+
+
 def job_prices(scenario: Scenario, catalog: Catalog, job: Job) -> dict[str, Price]:
     """Each allowed GPU's price in the scenario's tier; with allow_spot, the spot price where
     it is cheaper (the provider then reads '<provider> (spot)')."""
@@ -148,6 +179,7 @@ def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
 def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     """The cheapest replicas and hours that finish the scenario's job by its deadline."""
     job = _job(scenario)
+    check_constraints(scenario)
     scenario = aggregated_only(scenario)
     model = catalog.model(scenario.model)
     (cls,) = request_classes(scenario)
