@@ -160,6 +160,40 @@ def saturated(rows: Table, tpot_ms: float | None, ttft_ms: float | None) -> Tabl
     return out.assign(why_not=why, sla_ok=why == "")
 
 
+def one_request_ms(rows: Table, output_tokens: int) -> np.ndarray:
+    """Each row's time for one request: its (unloaded) TTFT, then O - 1 decode steps at the
+    row's batch TPOT. No replica finishes a request sooner, whatever its share of the job."""
+    tpot = np.nan_to_num(values(rows, "tpot_ms", float), nan=0.0)
+    return values(rows, "ttft_ms", float) + (output_tokens - 1) * tpot
+
+
+def _in_time(rows: Table, job: Job) -> Table:
+    """The SLA-feasible rows that finish one request by the deadline, their ttft_ms column
+    holding that one request's time (offered as the candidates' `ttft_ms`, read back by
+    `job_problem`); exit 1 when rows meet the SLA but none finishes a request in time."""
+    ok = values(rows, "sla_ok", bool)
+    if rows.empty or not ok.any():
+        return rows[ok]
+    took = one_request_ms(rows, job.output_tokens)
+    fits = ok & (took <= job.deadline_hours * SECONDS_PER_HOUR * 1000.0)
+    if not fits.any():
+        raise InfeasibleError(_one_request_too_long(rows, took, ok, job), {"binding": "deadline"})
+    return rows[fits].assign(ttft_ms=took[fits])
+
+
+def _one_request_too_long(rows: Table, took: np.ndarray, ok: np.ndarray, job: Job) -> str:
+    """The deadline message: the fastest single request of any candidate, and its parts."""
+    i = int(np.flatnonzero(ok)[np.argmin(took[ok])])
+    row = rows.row(i)
+    return (
+        f"job.deadline_hours: {job.deadline_hours:g} h ({job.deadline_hours * 3600:,.3g} s) "
+        f"is shorter than one request takes: at best {took[i] / 1000:,.3g} s on {row['gpu']} "
+        f"tp {int(row['tp'])} {row['quant']} batch {int(row['batch'])} (TTFT "
+        f"{float(row['ttft_ms']):,.0f} ms + {job.output_tokens - 1} x TPOT "
+        f"{float(row['tpot_ms']):.2f} ms); extend the deadline"
+    )
+
+
 def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
     """The batch-job MIP's data from the offered candidates."""
     keys = offered.keys
@@ -173,7 +207,15 @@ def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
         deadline_hours=job.deadline_hours,
         inventory={g: n for g, n in scenario.hardware.available().items() if g in gpus},
         max_gpus=scenario.constraints.max_gpus,
+        one_request_hours=_one_request_hours(offered),
     )
+
+
+def _one_request_hours(offered: Offered) -> np.ndarray | None:
+    """Each candidate's one-request time in hours (`_in_time` put it in ttft_ms)."""
+    if offered.ttft_ms is None:
+        return None
+    return np.nan_to_num(offered.ttft_ms[:, 0], posinf=0.0) / (SECONDS_PER_HOUR * 1000.0)
 
 
 def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
@@ -188,7 +230,7 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     # Tables, not DataFrames (issue 16: no pandas unless no candidate serves the job)
     rows = evaluate_classes(scenario, catalog, model, (cls,), prices)
     rows = saturated(rows, cls.tpot_ms, cls.ttft_ms) if not rows.empty else rows
-    offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], [cls.name]))
+    offered = prune_dominated(offered_capacity(_in_time(rows, job), [cls.name]))
     if len(offered) == 0:
         from planner.planning.diagnose import explain_infeasible
 

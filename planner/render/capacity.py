@@ -146,8 +146,10 @@ def job_dict(result: JobPlan) -> dict[str, Any]:
 def render_job(result: JobPlan, layout: Layout = Layout()) -> str:
     """The job's cost and timing in a sentence, the deployments, the API prices, notes."""
     head = (
-        f"{result.scenario_name}: {human(result.requests)} requests of {result.model_id} "
-        f"({result.input_tokens:,} in / {result.output_tokens:,} out) finish in "
+        f"{result.scenario_name}: {human(result.requests)} "
+        f"{'request' if result.requests == 1 else 'requests'} of {result.model_id} "
+        f"({result.input_tokens:,} in / {result.output_tokens:,} out) "
+        f"{'finishes' if result.requests == 1 else 'finish'} in "
         f"{human(result.finish_hours)} h (deadline {human(result.deadline_hours)} h) for "
         f"{money(result.cost_usd)} ({human(result.gpu_hours)} GPU-hours, "
         f"{money(result.cost_per_1m_tokens_usd, 4)} per 1M tokens); solver {result.status}."
