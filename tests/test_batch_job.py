@@ -260,3 +260,11 @@ def test_one_request_finishes_no_sooner_than_its_ttft_and_decode(catalog):
     ) / 1000
     assert result.finish_hours * 3600 >= took_s * (1 - 1e-6)
     assert render_job(result).startswith("batch-job: 1 request of llama-3.1-8b")
+
+
+def test_the_job_says_it_leaves_pools_out(shipped):
+    """12,000-token prompts: solve would offer prefill/decode pools (auto), the job does not."""
+    _, result = shipped
+    assert any(
+        n.startswith("prefill/decode pools are not sized by planner job") for n in result.notes
+    )

@@ -245,3 +245,42 @@ def test_fleet_gpus_the_engine_cannot_use_are_named_among_what_binds(fleet16):
     amd = hw.model_copy(update={"fleet": {"mi300x": 8}})
     with pytest.raises(InputError, match="engine: trtllm runs on none of the GPUs allowed"):
         fleet_capacity(trt.model_copy(update={"hardware": amd}), cat)
+
+
+LONG = ROOT / "scenarios" / "long-prompt.yaml"
+
+
+def _long_prompt_on_a_fleet(tmp_path, mode: str) -> Path:
+    """long-prompt.yaml (16,384-token prompts) on 16 H100 + 4 H200, disaggregated: `mode`."""
+    text = LONG.read_text().replace("  gpus: [h100-sxm, h200]", "  fleet: {h100-sxm: 16, h200: 4}")
+    path = tmp_path / "long.yaml"
+    path.write_text(text.replace("disaggregated: auto", f"disaggregated: {mode}"))
+    return path
+
+
+def test_capacity_says_it_leaves_pools_out(tmp_path):
+    """Pools were dropped without a word: 3.33 req/s on aggregated replicas, while solve with
+    pools serves 4.00 on this fleet; the answer stands, with a note in text and JSON."""
+    path = _long_prompt_on_a_fleet(tmp_path, "auto")
+    res = invoke("capacity", str(path), "--json")
+    data = json.loads(res.output)
+    assert data["max_requests_per_second"] == pytest.approx(3.33, abs=0.005)
+    (note,) = data["notes"]
+    assert note.startswith("prefill/decode pools are not sized by planner capacity")
+    assert "Note: prefill/decode pools" in invoke("capacity", str(path)).output
+
+
+@pytest.mark.parametrize("command", ["capacity", "job"])
+def test_pools_asked_for_explicitly_exit_2(tmp_path, command):
+    path = _long_prompt_on_a_fleet(tmp_path, "true")
+    if command == "job":
+        text = path.read_text().replace(
+            "  requests_per_second: 4\n",
+            "  job: {requests: 1000, input_tokens: 16384, output_tokens: 256, "
+            "deadline_hours: 24}\n",
+        )
+        text = text.replace("  input_tokens: 16384\n  output_tokens: 256\n", "")
+        path.write_text(text.replace("  min_replicas: 2\n", "  min_replicas: 1\n"))
+    res = CliRunner().invoke(cli, [command, str(path)], obj={})
+    assert res.exit_code == 2, res.output
+    assert "search.disaggregated: true" in res.output

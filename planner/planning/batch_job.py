@@ -10,7 +10,7 @@ per-second billing assumed). Pure: no files, no printing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import gpu_price
 from planner.perf.candidates import Price
 from planner.perf.table import Table, values
-from planner.planning.disagg import aggregated_only
+from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
 from planner.planning.lines import chosen, key_fields
 from planner.planning.pipeline import (
@@ -222,6 +222,7 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     """The cheapest replicas and hours that finish the scenario's job by its deadline."""
     job = _job(scenario)
     check_constraints(scenario)
+    pools = pools_left_out(scenario, request_classes(scenario), "job")
     scenario = aggregated_only(scenario)
     model = catalog.model(scenario.model)
     (cls,) = request_classes(scenario)
@@ -242,7 +243,8 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     solution = cheapest_job(problem, options)
     if solution.status == "infeasible":
         raise InfeasibleError(_too_slow(problem, options), {"binding": "inventory"})
-    return _job_plan(scenario, catalog, model.id, job, offered, problem, solution, prices)
+    plan = _job_plan(scenario, catalog, model.id, job, offered, problem, solution, prices)
+    return replace(plan, notes=(*plan.notes, pools)) if pools else plan
 
 
 def _too_slow(problem: JobProblem, options: SolverOptions) -> str:

@@ -29,7 +29,7 @@ from planner.money.pricing import gpu_price
 from planner.perf.candidates import Price
 from planner.perf.evaluate import ttft_ms_at
 from planner.perf.table import Table, values
-from planner.planning.disagg import aggregated_only
+from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
 from planner.planning.pipeline import engine_left_out, evaluate_classes, request_classes
@@ -100,6 +100,7 @@ class Capacity:
     fleet_cost_per_hour_usd: float | None  # the fleet at catalog prices, where all are listed
     at_rate: tuple[ClassLatency, ...] | None = None
     rate_requests_per_second: float | None = None
+    notes: tuple[str, ...] = ()  # what the answer leaves out (prefill/decode pools)
 
 
 def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
@@ -172,6 +173,7 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
             "constraints.redundancy / same_vendor: planner capacity does not model failover "
             "yet; remove them (or lower search.target_utilization for headroom)"
         )
+    pools = pools_left_out(scenario, request_classes(scenario), "capacity")
     model, classes, rows, listed = evaluated(scenario, catalog)
     names = [c.name for c in classes]
     offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], names))
@@ -190,6 +192,8 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
     idle = engine_left_out(fleet_only, catalog)  # GPUs of the fleet the engine cannot use
     if idle:
         result = replace(result, binding=(*result.binding, *idle))
+    if pools:
+        result = replace(result, notes=(pools,))
     if rate is not None:
         result = at_rate(result, rows, rate)
     return result

@@ -50,6 +50,7 @@ def capacity_dict(result: Capacity) -> dict[str, Any]:
         ],
         "binding": list(result.binding),
         "at_rate": None if result.at_rate is None else _at_rate_dict(result),
+        "notes": list(result.notes),
     }
 
 
@@ -99,6 +100,8 @@ def render_capacity(result: Capacity, layout: Layout = Layout()) -> str:
     parts += [wrap(f"- {b}", layout, indent="  ") for b in result.binding]
     if result.at_rate is not None:
         parts += ["", _at_rate_text(result, layout)]
+    if result.notes:
+        parts += [""] + [wrap(f"Note: {n}", layout, indent="  ") for n in result.notes]
     return "\n".join(parts)
 
 
