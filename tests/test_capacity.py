@@ -21,6 +21,7 @@ from planner.fleet.capacity import ScaleProblem, max_scale
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.planning.capacity import fleet_capacity, scenario_at_rate
+from planner.render.capacity import layout_text, render_capacity
 from planner.schema.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -284,3 +285,27 @@ def test_pools_asked_for_explicitly_exit_2(tmp_path, command):
     res = CliRunner().invoke(cli, [command, str(path)], obj={})
     assert res.exit_code == 2, res.output
     assert "search.disaggregated: true" in res.output
+
+
+def test_layout_text_gives_the_gpus_a_replica_takes():
+    """64 GPUs in 4 replicas of tp 4, pp 2, dp 2: 4 x 2 x 2 = 16 GPUs each."""
+    assert layout_text(2, 8, 2, 64, 4) == "pp 2, ep 8, dp 2 (16 GPUs each)"
+    assert layout_text(1, 1, 1, 16, 2) == "-"
+
+
+def test_the_batch_limit_is_the_chosen_layouts_own(tmp_path, catalog):
+    """deepseek-r1 on 64 H100: the line runs pp 2 / ep 8 / dp 2 at batch 192, and batch 256
+    of that layout fails on TPOT (51.2 ms > 50); the reason was pp 1's out of memory
+    (196 GB/GPU), a row of another layout with the same gpu/tp/quant/kv."""
+    text = (ROOT / "scenarios" / "deepseek-r1-h100.yaml").read_text()
+    path = tmp_path / "ds.yaml"
+    path.write_text(text.replace("  gpus: [h100-sxm]", "  fleet: {h100-sxm: 64}"))
+    scenario, cat = load_scenario(path, catalog)
+    result = fleet_capacity(scenario, cat)
+    (line,) = result.deployments
+    assert (line.tp, line.pp, line.ep, line.dp_attention, line.batch) == (4, 2, 8, 2, 192)
+    assert line.batch_limit == "batch 256 fails class 'all': TPOT 51.2 ms > 50 ms"
+    assert line.gpus == 64 and line.replicas == 4
+    shown = render_capacity(result)
+    assert "pp 2, ep 8, dp 2 (16 GPUs each)" in shown
+    assert "h100-sxm tp 4 pp 2 ep 8 dp 2 fp8 batch 192: batch 256 fails" in shown

@@ -25,7 +25,7 @@ from planner.perf.candidates import Price
 from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
-from planner.planning.lines import chosen, key_fields
+from planner.planning.lines import chosen, key_fields, layout_fields
 from planner.planning.pipeline import (
     allowed_gpus,
     engine_left_out,
@@ -47,6 +47,12 @@ class JobLine:
     batch: int
     replicas: int
     gpus: int
+    pp: int  # the layout (issue #11): GPUs per replica are tp x pp x dp_attention
+    ep: int
+    dp_attention: int
+    speculative: str
+    spec_tokens: int
+    role: str
     hours_each: float
     requests: float
     requests_per_s_per_replica: float
@@ -275,6 +281,7 @@ def _lines(offered: Offered, problem: JobProblem, solution: JobSolution, prices)
         price = prices[str(key["gpu"])]
         yield JobLine(
             **key_fields(key, n),
+            **layout_fields(key),
             hours_each=hours / n,
             requests=hours * SECONDS_PER_HOUR * float(problem.rate[i]),
             requests_per_s_per_replica=float(problem.rate[i]),

@@ -265,11 +265,14 @@ def _lines(rows, offered, problem, solution, classes):
 
 
 def _batch_limit(rows: Table, key: dict[str, Any], served: list[str]) -> str:
-    """Why the next larger batch of the same (gpu, tp, quant, kv) is not used: the reason it
-    fails a served class (TPOT, TTFT, memory), or the end of the batch grid."""
+    """Why the next larger batch of the same deployment (its whole candidate key but the
+    batch: layout, speculation, role, KV link too) is not used: the reason it fails a served
+    class (TPOT, TTFT, memory), or the end of the batch grid. Matching on gpu/tp/quant/kv
+    alone gave another layout's reason (deepseek-r1: pp 1's memory for a pp 2 line)."""
     same = np.ones(len(rows), dtype=bool)
-    for k in ("gpu", "tp", "quant", "kv_dtype"):
-        same &= values(rows, k) == key[k]
+    for k in CANDIDATE_KEY:
+        if k != "batch":
+            same &= values(rows, k) == key[k]
     batch = values(rows, "batch")
     bigger = same & (batch > key["batch"])
     if not bigger.any():
@@ -298,7 +301,13 @@ def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> lis
     if problem.max_gpus is not None and sum(used.values()) + min(problem.tp) > problem.max_gpus:
         out.append(f"constraints.max_gpus: {sum(used.values())} of {problem.max_gpus} in use")
     for line in lines:
-        out.append(f"{line.gpu} tp {line.tp} {line.quant} batch {line.batch}: {line.batch_limit}")
+        shape = "".join(
+            f" {k} {v}" for k, v in (("pp", line.pp), ("ep", line.ep), ("dp", line.dp_attention))
+            if v > 1
+        )  # fmt: skip
+        out.append(
+            f"{line.gpu} tp {line.tp}{shape} {line.quant} batch {line.batch}: {line.batch_limit}"
+        )
     return out
 
 
