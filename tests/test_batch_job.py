@@ -268,3 +268,10 @@ def test_the_job_says_it_leaves_pools_out(shipped):
     assert any(
         n.startswith("prefill/decode pools are not sized by planner job") for n in result.notes
     )
+
+
+def test_a_short_deadline_on_a_small_fleet_names_hardware_fleet(shipped, catalog):
+    scenario, _ = shipped
+    hw = scenario.hardware.model_copy(update={"gpus": None, "fleet": {"h100-sxm": 1}})
+    with pytest.raises(InfeasibleError, match="raise hardware.fleet / constraints.max_gpus"):
+        price_job(scenario.model_copy(update={"hardware": hw}), catalog)

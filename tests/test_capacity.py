@@ -309,3 +309,32 @@ def test_the_batch_limit_is_the_chosen_layouts_own(tmp_path, catalog):
     shown = render_capacity(result)
     assert "pp 2, ep 8, dp 2 (16 GPUs each)" in shown
     assert "h100-sxm tp 4 pp 2 ep 8 dp 2 fp8 batch 192: batch 256 fails" in shown
+
+
+def _deepseek_on(tmp_path, fleet: int, min_replicas: int = 1) -> Path:
+    """deepseek-r1-h100.yaml on a fleet of `fleet` H100s (its smallest replica: 16 GPUs)."""
+    text = (ROOT / "scenarios" / "deepseek-r1-h100.yaml").read_text()
+    text = text.replace("  gpus: [h100-sxm]", f"  fleet: {{h100-sxm: {fleet}}}")
+    path = tmp_path / "ds.yaml"
+    path.write_text(text.replace("min_replicas: 1", f"min_replicas: {min_replicas}"))
+    return path
+
+
+def test_a_fleet_too_small_for_one_replica_says_so_without_none(tmp_path):
+    """8 H100s hold no 16-GPU replica; the message said 'max_gpus None' and blamed the
+    constraints. 32 H100s hold 2 such replicas, not min_replicas 3."""
+    res = CliRunner().invoke(cli, ["capacity", str(_deepseek_on(tmp_path, 8))], obj={})
+    assert res.exit_code == 1
+    assert "None" not in res.output
+    assert "8 x h100-sxm cannot hold one replica" in res.output and "16 GPUs" in res.output
+    res = CliRunner().invoke(cli, ["capacity", str(_deepseek_on(tmp_path, 32, 3))], obj={})
+    assert res.exit_code == 1 and "None" not in res.output
+    assert "(min_replicas 3; the smallest replica needs 16 GPUs)" in res.output
+    assert "relax constraints.min_replicas" in res.output
+
+
+def test_solve_on_a_fleet_names_hardware_fleet_not_inventory(tmp_path):
+    res = CliRunner().invoke(cli, ["solve", str(_deepseek_on(tmp_path, 8)), "--no-export"], obj={})
+    assert res.exit_code == 1
+    assert "raise hardware.fleet or constraints.max_gpus" in res.output
+    assert "hardware.inventory" not in res.output

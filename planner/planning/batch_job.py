@@ -248,13 +248,15 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     options = SolverOptions.of(scenario.solver)
     solution = cheapest_job(problem, options)
     if solution.status == "infeasible":
-        raise InfeasibleError(_too_slow(problem, options), {"binding": "inventory"})
+        message = _too_slow(problem, options, scenario.hardware.count_keys())
+        raise InfeasibleError(message, {"binding": "inventory"})
     plan = _job_plan(scenario, catalog, model.id, job, offered, problem, solution, prices)
     return replace(plan, notes=(*plan.notes, pools)) if pools else plan
 
 
-def _too_slow(problem: JobProblem, options: SolverOptions) -> str:
-    """Infeasible only through the GPU limits: the whole allowed fleet's fastest finish."""
+def _too_slow(problem: JobProblem, options: SolverOptions, counts: str) -> str:
+    """Infeasible only through the GPU limits: the whole allowed fleet's fastest finish;
+    `counts` names the keys the GPU counts came from (hardware.inventory and/or fleet)."""
     fastest = max_scale(
         ScaleProblem(
             problem.gpu, problem.tp, problem.rate[:, None], np.ones(1),
@@ -269,7 +271,7 @@ def _too_slow(problem: JobProblem, options: SolverOptions) -> str:
         f"deadline: the allowed GPUs ({'; '.join(x for x in (limits, cap) if x)}) finish "
         f"{problem.requests:,.0f} requests in {hours:,.1f} h at best, against "
         f"job.deadline_hours {problem.deadline_hours:g}; extend the deadline or raise "
-        "hardware.inventory / constraints.max_gpus"
+        f"{counts} / constraints.max_gpus"
     )
 
 

@@ -200,12 +200,24 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
 
 
 def _fleet_limits_message(scenario: Scenario, problem: ScaleProblem) -> str:
+    """Why no replica set fits the fleet: too small for one replica, or the constraints
+    (only those the scenario sets are named)."""
     fleet = ", ".join(f"{n} x {g}" for g, n in sorted(problem.fleet.items()))
     smallest = min(problem.tp)
+    fits = any(t <= problem.fleet.get(g, 0) for g, t in zip(problem.gpu, problem.tp, strict=True))
+    if not fits:
+        return (
+            f"hardware.fleet: {fleet} cannot hold one replica: the smallest that meets the "
+            f"SLA needs {smallest} GPUs of one type; add GPUs to hardware.fleet"
+        )
     c = scenario.constraints
+    asks = [f"min_replicas {c.min_replicas}"]
+    if c.max_gpus is not None:
+        asks.append(f"max_gpus {c.max_gpus}")
     return (
-        f"fleet: {fleet} cannot hold the replicas the constraints ask for (min_replicas "
-        f"{c.min_replicas}, max_gpus {c.max_gpus}; the smallest replica needs {smallest} GPUs)"
+        f"hardware.fleet: {fleet} cannot hold the replicas the constraints ask for "
+        f"({', '.join(asks)}; the smallest replica needs {smallest} GPUs); add GPUs to "
+        f"hardware.fleet or relax {' / '.join('constraints.' + a.split()[0] for a in asks)}"
     )
 
 
