@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +20,11 @@ from planner.cli import cli
 from planner.errors import InfeasibleError, InputError
 from planner.fleet.capacity import JobProblem, cheapest_job
 from planner.fleet.solver import SolverOptions
-from planner.planning.batch_job import price_job
+from planner.perf.table import values
+from planner.planning.batch_job import job_prices, price_job
+from planner.planning.disagg import aggregated_only
+from planner.planning.pipeline import evaluate_classes, request_classes
+from planner.render.capacity import render_job
 from planner.schema.scenario import Workload
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -180,3 +185,93 @@ def test_a_job_on_tensorrt_llm_names_the_gpus_it_leaves_out(catalog):
     result = price_job(scenario.model_copy(update={"engine": "trtllm"}), cat)
     assert not {line.gpu for line in result.lines} & {"mi300x", "gaudi3", "t4"}
     assert any(n.startswith("trtllm does not run on") and "mi300x" in n for n in result.notes)
+
+
+@pytest.mark.parametrize(
+    ("update", "key"),
+    [
+        ({"max_monthly_budget_usd": 1000}, "max_monthly_budget_usd"),
+        ({"min_replicas": 2}, "min_replicas"),
+        ({"redundancy": "n_plus_1"}, "redundancy"),
+        ({"same_vendor": True}, "same_vendor"),
+    ],
+)
+def test_constraints_a_job_cannot_honour_exit_2_naming_the_key(tmp_path, update, key):
+    """They were read by nothing and the plan came back unchanged; now each is refused."""
+    text = JOB.read_text().replace("  min_replicas: 1\n", "")
+    extra = "\n".join(f"  {k}: {str(v).lower()}" for k, v in update.items())
+    path = tmp_path / "job.yaml"
+    path.write_text(text.replace("constraints:\n", f"constraints:\n{extra}\n"))
+    res = CliRunner().invoke(cli, ["job", str(path)], obj={})
+    assert res.exit_code == 2, res.output
+    assert f"constraints.{key}: does not apply to planner job" in res.output
+
+
+def test_a_replica_runs_at_least_one_whole_request():
+    """1 request at 1 req/s per replica, $2/h: the fluid hours are 1/3600 h ($0.00056), but the
+    request alone takes 0.01 h (36 s), so the replica runs 0.01 h for $0.02; a 0.005 h
+    deadline is shorter than that request and infeasible."""
+    one = np.array([0.01])
+    problem = JobProblem(("g",), (1,), np.array([2.0]), np.array([1.0]), 1, 1.0)
+    sol = cheapest_job(replace(problem, one_request_hours=one), OPTIONS)
+    assert sol.replicas.tolist() == [1]
+    assert sol.replica_hours[0] == pytest.approx(0.01)
+    assert sol.cost_usd == pytest.approx(0.02)
+    late = replace(problem, one_request_hours=one, deadline_hours=0.005)
+    assert cheapest_job(late, OPTIONS).status == "infeasible"
+
+
+def _one_request_job(deadline: float, catalog):
+    scenario, cat = load_scenario(JOB, catalog)
+    job = scenario.workload.job.model_copy(update={"requests": 1, "deadline_hours": deadline})
+    workload = scenario.workload.model_copy(update={"job": job})
+    return scenario.model_copy(update={"workload": workload}), cat
+
+
+def test_a_deadline_shorter_than_one_request_exits_1_saying_so(catalog):
+    """0.0005 h (1.8 s) for a 12,000-in / 600-out request: it finished in 0.000151 h for
+    $0.00 before, a share of one request on each of several replicas."""
+    scenario, cat = _one_request_job(0.0005, catalog)
+    with pytest.raises(InfeasibleError, match="shorter than one request takes") as err:
+        price_job(scenario, cat)
+    assert err.value.details["binding"] == "deadline"
+
+
+def test_one_request_finishes_no_sooner_than_its_ttft_and_decode(catalog):
+    """The finish is at least the chosen line's TTFT + 599 x TPOT, and the head is singular."""
+    scenario, cat = _one_request_job(0.05, catalog)
+    result = price_job(scenario, cat)
+    (line,) = result.lines
+    assert line.replicas == 1
+    rows = evaluate_classes(
+        aggregated_only(scenario), cat, cat.model(scenario.model), request_classes(scenario),
+        job_prices(scenario, cat, scenario.workload.job),
+    )  # fmt: skip
+    mine = rows[
+        (values(rows, "gpu") == line.gpu)
+        & (values(rows, "tp") == line.tp)
+        & (values(rows, "quant") == line.quant)
+        & (values(rows, "kv_dtype") == line.kv_dtype)
+        & (values(rows, "batch") == line.batch)
+    ]
+    took_s = (
+        float(values(mine, "ttft_unloaded_ms", float).min())
+        + 599 * float(values(mine, "tpot_ms", float).min())
+    ) / 1000
+    assert result.finish_hours * 3600 >= took_s * (1 - 1e-6)
+    assert render_job(result).startswith("batch-job: 1 request of llama-3.1-8b")
+
+
+def test_the_job_says_it_leaves_pools_out(shipped):
+    """12,000-token prompts: solve would offer prefill/decode pools (auto), the job does not."""
+    _, result = shipped
+    assert any(
+        n.startswith("prefill/decode pools are not sized by planner job") for n in result.notes
+    )
+
+
+def test_a_short_deadline_on_a_small_fleet_names_hardware_fleet(shipped, catalog):
+    scenario, _ = shipped
+    hw = scenario.hardware.model_copy(update={"gpus": None, "fleet": {"h100-sxm": 1}})
+    with pytest.raises(InfeasibleError, match="raise hardware.fleet / constraints.max_gpus"):
+        price_job(scenario.model_copy(update={"hardware": hw}), catalog)

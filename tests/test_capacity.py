@@ -21,6 +21,7 @@ from planner.fleet.capacity import ScaleProblem, max_scale
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem, solve_fleet
 from planner.planning.capacity import fleet_capacity, scenario_at_rate
+from planner.render.capacity import layout_text, render_capacity
 from planner.schema.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,3 +246,95 @@ def test_fleet_gpus_the_engine_cannot_use_are_named_among_what_binds(fleet16):
     amd = hw.model_copy(update={"fleet": {"mi300x": 8}})
     with pytest.raises(InputError, match="engine: trtllm runs on none of the GPUs allowed"):
         fleet_capacity(trt.model_copy(update={"hardware": amd}), cat)
+
+
+LONG = ROOT / "scenarios" / "long-prompt.yaml"
+
+
+def _long_prompt_on_a_fleet(tmp_path, mode: str) -> Path:
+    """long-prompt.yaml (16,384-token prompts) on 16 H100 + 4 H200, disaggregated: `mode`."""
+    text = LONG.read_text().replace("  gpus: [h100-sxm, h200]", "  fleet: {h100-sxm: 16, h200: 4}")
+    path = tmp_path / "long.yaml"
+    path.write_text(text.replace("disaggregated: auto", f"disaggregated: {mode}"))
+    return path
+
+
+def test_capacity_says_it_leaves_pools_out(tmp_path):
+    """Pools were dropped without a word: 3.33 req/s on aggregated replicas, while solve with
+    pools serves 4.00 on this fleet; the answer stands, with a note in text and JSON."""
+    path = _long_prompt_on_a_fleet(tmp_path, "auto")
+    res = invoke("capacity", str(path), "--json")
+    data = json.loads(res.output)
+    assert data["max_requests_per_second"] == pytest.approx(3.33, abs=0.005)
+    (note,) = data["notes"]
+    assert note.startswith("prefill/decode pools are not sized by planner capacity")
+    assert "Note: prefill/decode pools" in invoke("capacity", str(path)).output
+
+
+@pytest.mark.parametrize("command", ["capacity", "job"])
+def test_pools_asked_for_explicitly_exit_2(tmp_path, command):
+    path = _long_prompt_on_a_fleet(tmp_path, "true")
+    if command == "job":
+        text = path.read_text().replace(
+            "  requests_per_second: 4\n",
+            "  job: {requests: 1000, input_tokens: 16384, output_tokens: 256, "
+            "deadline_hours: 24}\n",
+        )
+        text = text.replace("  input_tokens: 16384\n  output_tokens: 256\n", "")
+        path.write_text(text.replace("  min_replicas: 2\n", "  min_replicas: 1\n"))
+    res = CliRunner().invoke(cli, [command, str(path)], obj={})
+    assert res.exit_code == 2, res.output
+    assert "search.disaggregated: true" in res.output
+
+
+def test_layout_text_gives_the_gpus_a_replica_takes():
+    """64 GPUs in 4 replicas of tp 4, pp 2, dp 2: 4 x 2 x 2 = 16 GPUs each."""
+    assert layout_text(2, 8, 2, 64, 4) == "pp 2, ep 8, dp 2 (16 GPUs each)"
+    assert layout_text(1, 1, 1, 16, 2) == "-"
+
+
+def test_the_batch_limit_is_the_chosen_layouts_own(tmp_path, catalog):
+    """deepseek-r1 on 64 H100: the line runs pp 2 / ep 8 / dp 2 at batch 192, and batch 256
+    of that layout fails on TPOT (51.2 ms > 50); the reason was pp 1's out of memory
+    (196 GB/GPU), a row of another layout with the same gpu/tp/quant/kv."""
+    text = (ROOT / "scenarios" / "deepseek-r1-h100.yaml").read_text()
+    path = tmp_path / "ds.yaml"
+    path.write_text(text.replace("  gpus: [h100-sxm]", "  fleet: {h100-sxm: 64}"))
+    scenario, cat = load_scenario(path, catalog)
+    result = fleet_capacity(scenario, cat)
+    (line,) = result.deployments
+    assert (line.tp, line.pp, line.ep, line.dp_attention, line.batch) == (4, 2, 8, 2, 192)
+    assert line.batch_limit == "batch 256 fails class 'all': TPOT 51.2 ms > 50 ms"
+    assert line.gpus == 64 and line.replicas == 4
+    shown = render_capacity(result)
+    assert "pp 2, ep 8, dp 2 (16 GPUs each)" in shown
+    assert "h100-sxm tp 4 pp 2 ep 8 dp 2 fp8 batch 192: batch 256 fails" in shown
+
+
+def _deepseek_on(tmp_path, fleet: int, min_replicas: int = 1) -> Path:
+    """deepseek-r1-h100.yaml on a fleet of `fleet` H100s (its smallest replica: 16 GPUs)."""
+    text = (ROOT / "scenarios" / "deepseek-r1-h100.yaml").read_text()
+    text = text.replace("  gpus: [h100-sxm]", f"  fleet: {{h100-sxm: {fleet}}}")
+    path = tmp_path / "ds.yaml"
+    path.write_text(text.replace("min_replicas: 1", f"min_replicas: {min_replicas}"))
+    return path
+
+
+def test_a_fleet_too_small_for_one_replica_says_so_without_none(tmp_path):
+    """8 H100s hold no 16-GPU replica; the message said 'max_gpus None' and blamed the
+    constraints. 32 H100s hold 2 such replicas, not min_replicas 3."""
+    res = CliRunner().invoke(cli, ["capacity", str(_deepseek_on(tmp_path, 8))], obj={})
+    assert res.exit_code == 1
+    assert "None" not in res.output
+    assert "8 x h100-sxm cannot hold one replica" in res.output and "16 GPUs" in res.output
+    res = CliRunner().invoke(cli, ["capacity", str(_deepseek_on(tmp_path, 32, 3))], obj={})
+    assert res.exit_code == 1 and "None" not in res.output
+    assert "(min_replicas 3; the smallest replica needs 16 GPUs)" in res.output
+    assert "relax constraints.min_replicas" in res.output
+
+
+def test_solve_on_a_fleet_names_hardware_fleet_not_inventory(tmp_path):
+    res = CliRunner().invoke(cli, ["solve", str(_deepseek_on(tmp_path, 8)), "--no-export"], obj={})
+    assert res.exit_code == 1
+    assert "raise hardware.fleet or constraints.max_gpus" in res.output
+    assert "hardware.inventory" not in res.output

@@ -287,3 +287,44 @@ def test_past_the_round_limit_every_failover_is_written(monkeypatch):
     monkeypatch.setattr(redundancy, "FAILOVER_ROUNDS", 1)
     held = solve_fleet(two_lines(redundancy=1), OPTIONS)
     assert held.replicas.tolist() == [2, 0] and held.cost_per_hour == pytest.approx(6.0)
+
+
+def pools_problem(redundancy: int = 1) -> FleetProblem:
+    """One class of 1.5 req/s on a prefill pool (1 req/s per replica, $1/h) and a decode pool
+    (2 req/s per replica, $3/h); a request needs one of each (scale-out, one TTFT bucket)."""
+    return FleetProblem(
+        gpu=("p", "d"),
+        tp=(1, 1),
+        cost_per_hour=np.array([1.0, 3.0]),
+        capacity=np.array([[1.0], [2.0]]),
+        demand=np.array([1.5]),
+        role=("prefill", "decode"),
+        ttft_part_ms=np.array([[100.0], [10.0]]),
+        ttft_sla_ms=np.array([np.inf]),
+        redundancy=redundancy,
+    )
+
+
+def test_n_plus_1_holds_in_each_pool_role():
+    """Without n+1: 2 prefill + 1 decode, $5/h. With it each role must carry 1.5 req/s after
+    losing one of its replicas: prefill 3 (2 left carry 2), decode 2 (1 left carries 2), so
+    3 x $1 + 2 x $3 = $9/h. Before the fix prefill and decode stood in for each other in the
+    failover and the plain fleet passed: losing its only decode replica left 0%."""
+    plain = solve_fleet(pools_problem(0), OPTIONS)
+    assert plain.replicas.tolist() == [2, 1]
+    assert plain.cost_per_hour == pytest.approx(5.0)
+    held = solve_fleet(pools_problem(1), OPTIONS)
+    assert held.replicas.tolist() == [3, 2]
+    assert held.cost_per_hour == pytest.approx(9.0)
+
+
+def test_failover_share_of_pools_is_the_weaker_role():
+    """2 prefill + 1 decode: losing the decode replica leaves 0%, a prefill one 1/1.5 = 67%;
+    3 prefill + 2 decode: 2/1.5 = 133% after either loss."""
+    problem = pools_problem(1)
+    assert headroom_after_loss(problem, np.array([2, 1]), OPTIONS) == pytest.approx(
+        {0: 1 / 1.5, 1: 0.0}
+    )
+    assert headroom_after_loss(problem, np.array([3, 2]), OPTIONS) == pytest.approx(
+        {0: 2 / 1.5, 1: 2 / 1.5}
+    )

@@ -209,6 +209,9 @@ class JobProblem:
     deadline_hours: float
     inventory: dict[str, int] = field(default_factory=dict)
     max_gpus: int | None = None
+    # hours one request takes on a replica (TTFT + (O - 1) TPOT at its batch); None: 0. A
+    # replica that runs at all runs at least that long, so y[c] >= one_request_hours[c] n[c]
+    one_request_hours: np.ndarray | None = None
 
     @property
     def n_candidates(self) -> int:
@@ -228,13 +231,17 @@ class JobSolution:
 
 
 def job_model(problem: JobProblem) -> Model:
-    """The array model of the batch-job MIP; columns: n[c], then y[c] (replica-hours)."""
+    """The array model of the batch-job MIP; columns: n[c], then y[c] (replica-hours), with
+    one_request_hours[c] n[c] <= y[c] <= deadline n[c]."""
     n_c = problem.n_candidates
     rows = _Rows()
     per_hour = 3600.0 * problem.rate / problem.requests  # share of the job per replica-hour
     rows.add(list(range(n_c, 2 * n_c)), per_hour.tolist(), 1.0, math.inf)
     for c in range(n_c):
         rows.add([c, n_c + c], [-problem.deadline_hours, 1.0], -math.inf, 0.0)
+    if problem.one_request_hours is not None:  # a replica runs at least one whole request
+        for c in range(n_c):
+            rows.add([c, n_c + c], [-float(problem.one_request_hours[c]), 1.0], 0.0, math.inf)
     _gpu_limits(rows, problem.gpu, problem.tp, 0, problem.inventory, problem.max_gpus)
     alone = np.ceil(1.0 / (per_hour * problem.deadline_hours))  # enough to finish by itself
     upper = np.concatenate(

@@ -11,6 +11,10 @@ line c down k replicas, or down entirely when it has fewer than k (z[c] = 0):
     z[c] binary
 
 Since the loads are >= 0, z[c] = 1 forces n[c] >= k; z[c] = 0 drops line c from its failover.
+Prefill and decode pools (fleet/disagg.py) do not stand in for each other: only aggregated
+and prefill loads count towards lambda[w], and per class, TTFT bucket and KV group the
+failover's prefill loads equal its decode loads, so after any loss each role still carries
+the peak (a lost decode replica is lost decode capacity, not capacity in general).
 A line without replicas loses nothing, so only the used lines' failovers bind:
 `solve_failover_as_needed` writes a line's failover once a fleet uses it (issue 16).
 For k = 1 this is exact: losing any one replica is losing one of some line. For k >= 2 the
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.errors import SolverError
+from planner.fleet import disagg
 from planner.fleet.matrix import loads_in_use
 from planner.fleet.solver import Model, SolverOptions, solve
 from planner.fleet.steady import FleetProblem, FleetSolution, _replica_bound
@@ -72,30 +77,78 @@ def add_redundancy(lp: pulp.LpProblem, problem: FleetProblem, replicas: list, in
 
 def _add_failover(lp, problem: FleetProblem, replicas, tag: str, lost, cand, dem, cat) -> None:
     """Each line c of `lost` loses lost[c] replicas (or all it has: z = 0); the rest of its
-    service carry the service's demand. Sound for any fleet: the loss is real and <= k."""
+    service carry the service's demand. Sound for any fleet: the loss is real and <= k.
+    Prefill and decode pools do not stand in for each other: a request needs both, so the
+    failover routes pool loads as the fleet MIP does (prefill in = decode out per class,
+    TTFT bucket and KV group) and a lost decode replica is lost decode capacity."""
     import pulp
 
     mu = problem.capacity
+    role = disagg.roles_of(problem)
     first = next(iter(lost))
     z = {c: pulp.LpVariable(f"z_survives_{tag}_c{c}", 0, 1, cat=cat) for c in lost}
     peers = np.flatnonzero(cand == cand[first])
-    x = {
-        int(p): {
-            int(w): pulp.LpVariable(f"y_failover_{tag}_c{p}_w{w}", 0)
-            for w in np.flatnonzero(mu[p] > 0)
-        }
-        for p in peers
-    }
+    x = _failover_loads(problem, peers, tag)
     for w in np.flatnonzero(dem == cand[first]).tolist():
-        served = [row[w] for row in x.values() if w in row]
+        served = _serving(x, role, w)
         lp += pulp.lpSum(served) == float(problem.demand[w]), f"failover_{tag}_demand_{w}"
+    _add_failover_balance(lp, problem, x, tag)
     for p in peers:
-        used = pulp.LpAffineExpression([(v, 1.0 / float(mu[p, w])) for w, v in x[int(p)].items()])
+        terms = [(v, 1.0 / float(mu[p, w])) for (w, _), v in x[int(p)].items()]
+        used = pulp.LpAffineExpression(terms)
         if p not in lost:
             lp += used <= replicas[p], f"failover_{tag}_cap_{p}"
             continue
         lp += used <= replicas[p] - lost[p] * z[p], f"failover_{tag}_lost_{p}"
         lp += used <= _most_load(problem, int(p), dem) * z[p], f"failover_{tag}_gone_{p}"
+
+
+def _failover_loads(problem: FleetProblem, peers: np.ndarray, tag: str) -> dict[int, dict]:
+    """One failover load per (peer, class) for aggregated peers (bucket -1) and per (pool
+    peer, class, TTFT bucket) the fleet MIP admits (`disagg.eligibility`) for pools."""
+    import pulp
+
+    mu, role = problem.capacity, disagg.roles_of(problem)
+    eligible = disagg.eligibility(problem) if disagg.has_roles(problem) else None
+    x: dict[int, dict] = {}
+    for p in peers.tolist():
+        if role[p] == "aggregated" or eligible is None:
+            x[p] = {
+                (int(w), -1): pulp.LpVariable(f"y_failover_{tag}_c{p}_w{w}", 0)
+                for w in np.flatnonzero(mu[p] > 0)
+            }
+            continue
+        x[p] = {
+            (int(w), int(k)): pulp.LpVariable(f"y_failover_{tag}_c{p}_w{w}_k{k}", 0)
+            for w, k in zip(*np.nonzero(eligible[p]), strict=True)
+        }
+    return x
+
+
+def _serving(x: dict[int, dict], role: np.ndarray, w: int) -> list:
+    """The loads that count towards class w's demand: aggregated and prefill, not decode
+    (a decode load only carries on what a prefill load took in)."""
+    return [
+        v for p, row in x.items() if role[p] != "decode" for (ww, _), v in row.items() if ww == w
+    ]
+
+
+def _add_failover_balance(lp, problem: FleetProblem, x: dict[int, dict], tag: str) -> None:
+    """The failover's pool balance: per class, TTFT bucket and KV group, the prefill loads
+    equal the decode loads (`disagg.add_balance` on the failover routing)."""
+    import pulp
+
+    role, group = disagg.roles_of(problem), disagg.groups_of(problem)
+    flows: dict[tuple[int, int, str], list] = {}
+    for p, row in x.items():
+        if role[p] == "aggregated":
+            continue
+        sign = 1.0 if role[p] == "prefill" else -1.0
+        for (w, k), v in row.items():
+            flows.setdefault((w, k, str(group[p])), []).append(sign * v)
+    for n, (key, terms) in enumerate(sorted(flows.items())):
+        w, k, _ = key
+        lp += pulp.lpSum(terms) == 0, f"failover_{tag}_pools_w{w}_k{k}_g{n}"
 
 
 def _most_load(problem: FleetProblem, c: int, dem: np.ndarray) -> float:
@@ -128,6 +181,8 @@ def _routable_scale(problem: FleetProblem, replicas: np.ndarray, options: Solver
     t, then one load per (candidate in use, class it carries) in the order PuLP sorted their
     names (x_c<c>_w<w>) when it built this LP; rows: each class's loads = demand x t, then
     each candidate's loads over its capacities <= its replicas."""
+    if disagg.uses_pools(problem, replicas):
+        return _routable_scale_pools(problem, replicas, options)
     mu = problem.capacity
     load_c, load_w = loads_in_use(mu, replicas)
     n_classes, n_loads = len(problem.demand), len(load_c)
@@ -159,6 +214,31 @@ def _routable_scale(problem: FleetProblem, replicas: np.ndarray, options: Solver
     return float(outcome.values[0])
 
 
+def _routable_scale_pools(problem: FleetProblem, replicas: np.ndarray, options: SolverOptions):
+    """`_routable_scale` for a fleet with prefill/decode pools: the pool loads balance as in
+    the fleet MIP (prefill in = decode out per class, bucket and KV group), so the scale is
+    the least over roles of what each carries (a fleet without decode carries nothing)."""
+    import pulp
+
+    from planner.fleet.solver import value
+
+    lp = pulp.LpProblem("routable_scale", pulp.LpMaximize)
+    t = pulp.LpVariable("t_scale", 0)
+    used = np.flatnonzero(replicas)
+    x = _failover_loads(problem, used, "scale")
+    role = disagg.roles_of(problem)
+    lp += t
+    for w, demand in enumerate(problem.demand):
+        lp += pulp.lpSum(_serving(x, role, w)) == float(demand) * t, f"demand_{w}"
+    _add_failover_balance(lp, problem, x, "scale")
+    for p, row in x.items():
+        terms = [(v, 1.0 / float(problem.capacity[p, w])) for (w, _), v in row.items()]
+        lp += pulp.LpAffineExpression(terms) <= int(replicas[p]), f"capacity_{p}"
+    if solve(lp, options).status != "optimal":
+        return 0.0
+    return float(value(t))
+
+
 def headroom_after_loss(
     problem: FleetProblem, replicas: np.ndarray, options: SolverOptions
 ) -> dict[int, float]:
@@ -180,7 +260,14 @@ def _service_problem(problem: FleetProblem, s: int, cand, dem) -> FleetProblem:
     keep = cand == s
     mine = problem.restricted(keep)
     cols = np.flatnonzero(dem == s)
-    return replace(mine, capacity=mine.capacity[:, cols], demand=problem.demand[cols])
+    part, sla = mine.ttft_part_ms, mine.ttft_sla_ms  # per class too: the pools' TTFT buckets
+    return replace(
+        mine,
+        capacity=mine.capacity[:, cols],
+        demand=problem.demand[cols],
+        ttft_part_ms=None if part is None else part[:, cols],
+        ttft_sla_ms=None if sla is None else sla[cols],
+    )
 
 
 def survives(problem: FleetProblem, replicas: np.ndarray, options: SolverOptions, k: int):

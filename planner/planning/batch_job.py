@@ -10,7 +10,7 @@ per-second billing assumed). Pure: no files, no printing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,9 +23,9 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_bill_usd, gpu_price
 from planner.perf.candidates import Price
 from planner.perf.table import Table, values
-from planner.planning.disagg import aggregated_only
+from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
-from planner.planning.lines import chosen, key_fields
+from planner.planning.lines import chosen, key_fields, layout_fields
 from planner.planning.pipeline import (
     allowed_gpus,
     engine_left_out,
@@ -47,6 +47,12 @@ class JobLine:
     batch: int
     replicas: int
     gpus: int
+    pp: int  # the layout (issue #11): GPUs per replica are tp x pp x dp_attention
+    ep: int
+    dp_attention: int
+    speculative: str
+    spec_tokens: int
+    role: str
     hours_each: float
     requests: float
     requests_per_s_per_replica: float
@@ -100,6 +106,37 @@ def _job(scenario: Scenario) -> Job:
     return job
 
 
+def check_constraints(scenario: Scenario) -> None:
+    """Exit 2 on the constraints a batch job cannot honour, rather than ignore them: it has a
+    total cost, not a monthly one, and no live traffic to keep serving through a loss."""
+    c = scenario.constraints
+    why = {
+        "max_monthly_budget_usd": (
+            c.max_monthly_budget_usd is not None,
+            "a batch job has a total cost (reported), not a monthly one",
+        ),
+        "min_replicas": (
+            c.min_replicas > 1,
+            "a job's replicas run only the hours their share needs and serve no live "
+            "traffic, so a replica floor buys nothing (0 or 1 always holds)",
+        ),
+        "redundancy": (
+            c.redundancy_k > 0,
+            "a job has no live traffic to fail over; a lost replica's share is re-run "
+            "(keep slack in job.deadline_hours instead)",
+        ),
+        "same_vendor": (
+            c.same_vendor,
+            "planner job does not pick vendors; list one vendor's GPUs in hardware.gpus",
+        ),
+    }
+    for key, (asked, reason) in why.items():
+        if asked:
+            raise InputError(
+                f"constraints.{key}: does not apply to planner job: {reason}; remove it"
+            )
+
+
 def job_prices(scenario: Scenario, catalog: Catalog, job: Job) -> dict[str, Price]:
     """Each allowed GPU's price in the scenario's tier; with allow_spot, the spot price where
     it is cheaper (the provider then reads '<provider> (spot)')."""
@@ -129,6 +166,40 @@ def saturated(rows: Table, tpot_ms: float | None, ttft_ms: float | None) -> Tabl
     return out.assign(why_not=why, sla_ok=why == "")
 
 
+def one_request_ms(rows: Table, output_tokens: int) -> np.ndarray:
+    """Each row's time for one request: its (unloaded) TTFT, then O - 1 decode steps at the
+    row's batch TPOT. No replica finishes a request sooner, whatever its share of the job."""
+    tpot = np.nan_to_num(values(rows, "tpot_ms", float), nan=0.0)
+    return values(rows, "ttft_ms", float) + (output_tokens - 1) * tpot
+
+
+def _in_time(rows: Table, job: Job) -> Table:
+    """The SLA-feasible rows that finish one request by the deadline, their ttft_ms column
+    holding that one request's time (offered as the candidates' `ttft_ms`, read back by
+    `job_problem`); exit 1 when rows meet the SLA but none finishes a request in time."""
+    ok = values(rows, "sla_ok", bool)
+    if rows.empty or not ok.any():
+        return rows[ok]
+    took = one_request_ms(rows, job.output_tokens)
+    fits = ok & (took <= job.deadline_hours * SECONDS_PER_HOUR * 1000.0)
+    if not fits.any():
+        raise InfeasibleError(_one_request_too_long(rows, took, ok, job), {"binding": "deadline"})
+    return rows[fits].assign(ttft_ms=took[fits])
+
+
+def _one_request_too_long(rows: Table, took: np.ndarray, ok: np.ndarray, job: Job) -> str:
+    """The deadline message: the fastest single request of any candidate, and its parts."""
+    i = int(np.flatnonzero(ok)[np.argmin(took[ok])])
+    row = rows.row(i)
+    return (
+        f"job.deadline_hours: {job.deadline_hours:g} h ({job.deadline_hours * 3600:,.3g} s) "
+        f"is shorter than one request takes: at best {took[i] / 1000:,.3g} s on {row['gpu']} "
+        f"tp {int(row['tp'])} {row['quant']} batch {int(row['batch'])} (TTFT "
+        f"{float(row['ttft_ms']):,.0f} ms + {job.output_tokens - 1} x TPOT "
+        f"{float(row['tpot_ms']):.2f} ms); extend the deadline"
+    )
+
+
 def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
     """The batch-job MIP's data from the offered candidates."""
     keys = offered.keys
@@ -142,12 +213,22 @@ def job_problem(scenario: Scenario, offered: Offered, job: Job) -> JobProblem:
         deadline_hours=job.deadline_hours,
         inventory={g: n for g, n in scenario.hardware.available().items() if g in gpus},
         max_gpus=scenario.constraints.max_gpus,
+        one_request_hours=_one_request_hours(offered),
     )
+
+
+def _one_request_hours(offered: Offered) -> np.ndarray | None:
+    """Each candidate's one-request time in hours (`_in_time` put it in ttft_ms)."""
+    if offered.ttft_ms is None:
+        return None
+    return np.nan_to_num(offered.ttft_ms[:, 0], posinf=0.0) / (SECONDS_PER_HOUR * 1000.0)
 
 
 def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     """The cheapest replicas and hours that finish the scenario's job by its deadline."""
     job = _job(scenario)
+    check_constraints(scenario)
+    pools = pools_left_out(scenario, request_classes(scenario), "job")
     scenario = aggregated_only(scenario)
     model = catalog.model(scenario.model)
     (cls,) = request_classes(scenario)
@@ -156,7 +237,7 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     # Tables, not DataFrames (issue 16: no pandas unless no candidate serves the job)
     rows = evaluate_classes(scenario, catalog, model, (cls,), prices)
     rows = saturated(rows, cls.tpot_ms, cls.ttft_ms) if not rows.empty else rows
-    offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], [cls.name]))
+    offered = prune_dominated(offered_capacity(_in_time(rows, job), [cls.name]))
     if len(offered) == 0:
         from planner.planning.diagnose import explain_infeasible
 
@@ -167,12 +248,15 @@ def price_job(scenario: Scenario, catalog: Catalog) -> JobPlan:
     options = SolverOptions.of(scenario.solver)
     solution = cheapest_job(problem, options)
     if solution.status == "infeasible":
-        raise InfeasibleError(_too_slow(problem, options), {"binding": "inventory"})
-    return _job_plan(scenario, catalog, model.id, job, offered, problem, solution, prices)
+        message = _too_slow(problem, options, scenario.hardware.count_keys())
+        raise InfeasibleError(message, {"binding": "inventory"})
+    plan = _job_plan(scenario, catalog, model.id, job, offered, problem, solution, prices)
+    return replace(plan, notes=(*plan.notes, pools)) if pools else plan
 
 
-def _too_slow(problem: JobProblem, options: SolverOptions) -> str:
-    """Infeasible only through the GPU limits: the whole allowed fleet's fastest finish."""
+def _too_slow(problem: JobProblem, options: SolverOptions, counts: str) -> str:
+    """Infeasible only through the GPU limits: the whole allowed fleet's fastest finish;
+    `counts` names the keys the GPU counts came from (hardware.inventory and/or fleet)."""
     fastest = max_scale(
         ScaleProblem(
             problem.gpu, problem.tp, problem.rate[:, None], np.ones(1),
@@ -187,7 +271,7 @@ def _too_slow(problem: JobProblem, options: SolverOptions) -> str:
         f"deadline: the allowed GPUs ({'; '.join(x for x in (limits, cap) if x)}) finish "
         f"{problem.requests:,.0f} requests in {hours:,.1f} h at best, against "
         f"job.deadline_hours {problem.deadline_hours:g}; extend the deadline or raise "
-        "hardware.inventory / constraints.max_gpus"
+        f"{counts} / constraints.max_gpus"
     )
 
 
@@ -199,6 +283,7 @@ def _lines(offered: Offered, problem: JobProblem, solution: JobSolution, prices)
         price = prices[str(key["gpu"])]
         yield JobLine(
             **key_fields(key, n),
+            **layout_fields(key),
             hours_each=hours / n,
             requests=hours * SECONDS_PER_HOUR * float(problem.rate[i]),
             requests_per_s_per_replica=float(problem.rate[i]),

@@ -29,7 +29,7 @@ from planner.money.pricing import gpu_price
 from planner.perf.candidates import Price
 from planner.perf.evaluate import ttft_ms_at
 from planner.perf.table import Table, values
-from planner.planning.disagg import aggregated_only
+from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
 from planner.planning.pipeline import engine_left_out, evaluate_classes, request_classes
@@ -100,6 +100,7 @@ class Capacity:
     fleet_cost_per_hour_usd: float | None  # the fleet at catalog prices, where all are listed
     at_rate: tuple[ClassLatency, ...] | None = None
     rate_requests_per_second: float | None = None
+    notes: tuple[str, ...] = ()  # what the answer leaves out (prefill/decode pools)
 
 
 def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
@@ -172,6 +173,7 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
             "constraints.redundancy / same_vendor: planner capacity does not model failover "
             "yet; remove them (or lower search.target_utilization for headroom)"
         )
+    pools = pools_left_out(scenario, request_classes(scenario), "capacity")
     model, classes, rows, listed = evaluated(scenario, catalog)
     names = [c.name for c in classes]
     offered = prune_dominated(offered_capacity(rows[values(rows, "sla_ok", bool)], names))
@@ -190,18 +192,32 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
     idle = engine_left_out(fleet_only, catalog)  # GPUs of the fleet the engine cannot use
     if idle:
         result = replace(result, binding=(*result.binding, *idle))
+    if pools:
+        result = replace(result, notes=(pools,))
     if rate is not None:
         result = at_rate(result, rows, rate)
     return result
 
 
 def _fleet_limits_message(scenario: Scenario, problem: ScaleProblem) -> str:
+    """Why no replica set fits the fleet: too small for one replica, or the constraints
+    (only those the scenario sets are named)."""
     fleet = ", ".join(f"{n} x {g}" for g, n in sorted(problem.fleet.items()))
     smallest = min(problem.tp)
+    fits = any(t <= problem.fleet.get(g, 0) for g, t in zip(problem.gpu, problem.tp, strict=True))
+    if not fits:
+        return (
+            f"hardware.fleet: {fleet} cannot hold one replica: the smallest that meets the "
+            f"SLA needs {smallest} GPUs of one type; add GPUs to hardware.fleet"
+        )
     c = scenario.constraints
+    asks = [f"min_replicas {c.min_replicas}"]
+    if c.max_gpus is not None:
+        asks.append(f"max_gpus {c.max_gpus}")
     return (
-        f"fleet: {fleet} cannot hold the replicas the constraints ask for (min_replicas "
-        f"{c.min_replicas}, max_gpus {c.max_gpus}; the smallest replica needs {smallest} GPUs)"
+        f"hardware.fleet: {fleet} cannot hold the replicas the constraints ask for "
+        f"({', '.join(asks)}; the smallest replica needs {smallest} GPUs); add GPUs to "
+        f"hardware.fleet or relax {' / '.join('constraints.' + a.split()[0] for a in asks)}"
     )
 
 
@@ -261,11 +277,14 @@ def _lines(rows, offered, problem, solution, classes):
 
 
 def _batch_limit(rows: Table, key: dict[str, Any], served: list[str]) -> str:
-    """Why the next larger batch of the same (gpu, tp, quant, kv) is not used: the reason it
-    fails a served class (TPOT, TTFT, memory), or the end of the batch grid."""
+    """Why the next larger batch of the same deployment (its whole candidate key but the
+    batch: layout, speculation, role, KV link too) is not used: the reason it fails a served
+    class (TPOT, TTFT, memory), or the end of the batch grid. Matching on gpu/tp/quant/kv
+    alone gave another layout's reason (deepseek-r1: pp 1's memory for a pp 2 line)."""
     same = np.ones(len(rows), dtype=bool)
-    for k in ("gpu", "tp", "quant", "kv_dtype"):
-        same &= values(rows, k) == key[k]
+    for k in CANDIDATE_KEY:
+        if k != "batch":
+            same &= values(rows, k) == key[k]
     batch = values(rows, "batch")
     bigger = same & (batch > key["batch"])
     if not bigger.any():
@@ -294,7 +313,13 @@ def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> lis
     if problem.max_gpus is not None and sum(used.values()) + min(problem.tp) > problem.max_gpus:
         out.append(f"constraints.max_gpus: {sum(used.values())} of {problem.max_gpus} in use")
     for line in lines:
-        out.append(f"{line.gpu} tp {line.tp} {line.quant} batch {line.batch}: {line.batch_limit}")
+        shape = "".join(
+            f" {k} {v}" for k, v in (("pp", line.pp), ("ep", line.ep), ("dp", line.dp_attention))
+            if v > 1
+        )  # fmt: skip
+        out.append(
+            f"{line.gpu} tp {line.tp}{shape} {line.quant} batch {line.batch}: {line.batch_limit}"
+        )
     return out
 
 

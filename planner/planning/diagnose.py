@@ -175,10 +175,11 @@ def _fleet_message(scenario: Scenario, problem: FleetProblem) -> str:
         used = int(sum(t * n for t, n in zip(problem.tp, no_gpu_cap.replicas, strict=True)))
         limits = ", ".join(f"{g} {n}" for g, n in sorted(problem.inventory.items()))
         cap = f"max_gpus {problem.max_gpus}" if problem.max_gpus else ""
+        counts = scenario.hardware.count_keys()
         msgs.append(
-            f"inventory: the demand needs {used} GPUs in the cheapest plan "
-            f"({_fleet_text(problem, no_gpu_cap.replicas)}) but the allowed counts are "
-            f"{'; '.join(x for x in (limits, cap) if x)}; raise hardware.inventory or "
+            f"{counts.removeprefix('hardware.')}: the demand needs {used} GPUs in the cheapest "
+            f"plan ({_fleet_text(problem, no_gpu_cap.replicas)}) but the allowed counts are "
+            f"{'; '.join(x for x in (limits, cap) if x)}; raise {counts} or "
             "constraints.max_gpus, or allow more GPU types"
         )
     if not msgs and free.status != "infeasible":

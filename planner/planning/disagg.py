@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from planner.errors import InputError
 from planner.schema.plan import FleetSummary, RequestClassPlan
 from planner.schema.scenario import Scenario
 
@@ -28,6 +29,25 @@ def aggregated_only(scenario: Scenario) -> Scenario:
     (their MIPs have no prefill/decode balance), so pools must not reach them."""
     return scenario.model_copy(
         update={"search": scenario.search.model_copy(update={"disaggregated": False})}
+    )
+
+
+def pools_left_out(scenario: Scenario, classes: tuple[RequestClassPlan, ...], command: str):
+    """What `planner capacity` / `planner job` say about pools they do not size: exit 2 when
+    the scenario asks for pools only (search.disaggregated: true), a note when `auto` would
+    offer them to `solve` (a prompt of >= AUTO_MIN_INPUT_TOKENS), else None."""
+    if scenario.search.disaggregated is True:
+        raise InputError(
+            f"search.disaggregated: true asks for prefill/decode pools, which planner {command} "
+            "does not size (aggregated replicas only); set it to auto or false, or use "
+            "planner solve"
+        )
+    if roles_for(scenario, classes) == ("aggregated",):
+        return None
+    return (
+        f"prefill/decode pools are not sized by planner {command} (aggregated replicas only): "
+        f"a prompt is >= {AUTO_MIN_INPUT_TOKENS:,} tokens, where planner solve also offers "
+        "pools (search.disaggregated: auto), so pools may do better than this answer"
     )
 
 

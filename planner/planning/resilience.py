@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.errors import InputError
+from planner.fleet.disagg import roles_of
 from planner.fleet.redundancy import headroom_after_loss, survives
 from planner.fleet.solver import SolverOptions
 from planner.fleet.steady import FleetProblem
@@ -32,6 +33,7 @@ class Failover:
     batch: int
     replicas: int
     peak_share_after_loss: float
+    role: str = "aggregated"  # or "prefill" / "decode": a pool's loss is lost capacity of its role
 
 
 def check_supported(scenario: Scenario) -> None:
@@ -66,8 +68,10 @@ def failovers(
     """Each used line (keys: model, gpu, tp, quant, batch per candidate) and what is left of
     its service's peak after losing one of its replicas."""
     left = headroom_after_loss(problem, replicas, options)
+    role = roles_of(problem)
     return tuple(
-        Failover(*keys[c][:4], keys[c][4], int(replicas[c]), share) for c, share in left.items()
+        Failover(*keys[c][:4], keys[c][4], int(replicas[c]), share, str(role[c]))
+        for c, share in left.items()
     )
 
 
@@ -82,7 +86,8 @@ def failover_notes(
     out = [
         f"after losing one replica the fleet still carries at least "
         f"{worst.peak_share_after_loss:.0%} of the peak (weakest: losing a {worst.gpu} tp "
-        f"{worst.tp} replica{f' of {worst.model}' if worst.model else ''})"
+        f"{worst.tp} {_replica_word(worst)}{f' of {worst.model}' if worst.model else ''})"
+        + _per_role(found)
     ]
     if k >= 2:
         spread = survives(problem, replicas, options, k)
@@ -92,6 +97,25 @@ def failover_notes(
             f"{spread:.0%} of the peak: {verdict}"
         )
     return out
+
+
+def _replica_word(f: Failover) -> str:
+    """'replica', or 'prefill-pool replica' / 'decode-pool replica' for a pool's."""
+    return "replica" if f.role == "aggregated" else f"{f.role}-pool replica"
+
+
+def _per_role(found: tuple[Failover, ...]) -> str:
+    """With pools, the weakest loss of each role: a request needs a prefill and a decode
+    replica, so each role must carry the peak on its own after a loss ('' without pools)."""
+    roles = list(dict.fromkeys(f.role for f in found))
+    if roles == ["aggregated"]:
+        return ""
+    parts = ", ".join(
+        f"{min(f.peak_share_after_loss for f in found if f.role == r):.0%} "
+        f"(a {_replica_word(next(f for f in found if f.role == r))})"
+        for r in roles
+    )
+    return f"; by role, the worst loss leaves {parts}"
 
 
 def token_share_note(lines: tuple[Deployment, ...], classes: tuple[RequestClassPlan, ...]):

@@ -14,6 +14,21 @@ def _fleet_text(fleet: dict[str, int]) -> str:
     return ", ".join(f"{n} x {g}" for g, n in sorted(fleet.items()))
 
 
+def layout_text(pp: int, ep: int, dp_attention: int, gpus: int, replicas: int) -> str:
+    """'pp 2, ep 8, dp 2 (16 GPUs each)' for a layout beyond plain tp, else '-': the GPUs a
+    replica takes are tp x pp x dp, so a line's GPUs and cost read from the table."""
+    parts = [f"{k} {v}" for k, v in (("pp", pp), ("ep", ep), ("dp", dp_attention)) if v > 1]
+    return f"{', '.join(parts)} ({gpus // max(replicas, 1)} GPUs each)" if parts else "-"
+
+
+def _with_layout(cols: list[Col], rows: list[list], texts: list[str], at: int):
+    """The table with a 'layout' column after column `at`, only when some line has one."""
+    if all(t == "-" for t in texts):
+        return cols, rows
+    cols = [*cols[: at + 1], Col("layout"), *cols[at + 1 :]]
+    return cols, [[*r[: at + 1], t, *r[at + 1 :]] for r, t in zip(rows, texts, strict=True)]
+
+
 def capacity_dict(result: Capacity) -> dict[str, Any]:
     """One stable JSON object: the largest rate, tokens/s, deployments, binding, latencies."""
     return {
@@ -37,8 +52,12 @@ def capacity_dict(result: Capacity) -> dict[str, Any]:
                 "quant": d.quant,
                 "kv_dtype": d.kv_dtype,
                 "batch": d.batch,
+                "pp": d.pp,
+                "ep": d.ep,
+                "dp_attention": d.dp_attention,
                 "replicas": d.replicas,
                 "gpus": d.gpus,
+                "gpus_per_replica": d.gpus // max(d.replicas, 1),
                 "requests_per_s": sum(d.load_by_class.values()),
                 "load_by_class": d.load_by_class,
                 "share_of_capacity": d.utilisation,
@@ -50,6 +69,7 @@ def capacity_dict(result: Capacity) -> dict[str, Any]:
         ],
         "binding": list(result.binding),
         "at_rate": None if result.at_rate is None else _at_rate_dict(result),
+        "notes": list(result.notes),
     }
 
 
@@ -95,10 +115,16 @@ def render_capacity(result: Capacity, layout: Layout = Layout()) -> str:
         ]
         for d in result.deployments
     ]  # fmt: skip
+    texts = [
+        layout_text(d.pp, d.ep, d.dp_attention, d.gpus, d.replicas) for d in result.deployments
+    ]
+    cols, rows = _with_layout(cols, rows, texts, 2)
     parts = [wrap(head, layout), "", table(cols, rows, layout), "", "Binding:"]
     parts += [wrap(f"- {b}", layout, indent="  ") for b in result.binding]
     if result.at_rate is not None:
         parts += ["", _at_rate_text(result, layout)]
+    if result.notes:
+        parts += [""] + [wrap(f"Note: {n}", layout, indent="  ") for n in result.notes]
     return "\n".join(parts)
 
 
@@ -146,21 +172,26 @@ def job_dict(result: JobPlan) -> dict[str, Any]:
 def render_job(result: JobPlan, layout: Layout = Layout()) -> str:
     """The job's cost and timing in a sentence, the deployments, the API prices, notes."""
     head = (
-        f"{result.scenario_name}: {human(result.requests)} requests of {result.model_id} "
-        f"({result.input_tokens:,} in / {result.output_tokens:,} out) finish in "
+        f"{result.scenario_name}: {human(result.requests)} "
+        f"{'request' if result.requests == 1 else 'requests'} of {result.model_id} "
+        f"({result.input_tokens:,} in / {result.output_tokens:,} out) "
+        f"{'finishes' if result.requests == 1 else 'finish'} in "
         f"{human(result.finish_hours)} h (deadline {human(result.deadline_hours)} h) for "
         f"{money(result.cost_usd)} ({human(result.gpu_hours)} GPU-hours, "
         f"{money(result.cost_per_1m_tokens_usd, 4)} per 1M tokens); solver {result.status}."
     )
     cols = [
         Col("gpu"), Col("tp", "r"), Col("quant"), Col("batch", "r"), Col("replicas", "r"),
-        Col("hours each", "r"), Col("$/GPU-h", "r"), Col("price", priority=1), Col("cost", "r"),
+        Col("gpus", "r"), Col("hours each", "r"), Col("$/GPU-h", "r"), Col("price", priority=1),
+        Col("cost", "r"),
     ]  # fmt: skip
     rows = [
-        [x.gpu, x.tp, x.quant, x.batch, x.replicas, x.hours_each,
+        [x.gpu, x.tp, x.quant, x.batch, x.replicas, x.gpus, x.hours_each,
          money(x.price_usd_per_gpu_hour), x.price_tier, money(x.cost_usd)]
         for x in result.lines
     ]  # fmt: skip
+    texts = [layout_text(x.pp, x.ep, x.dp_attention, x.gpus, x.replicas) for x in result.lines]
+    cols, rows = _with_layout(cols, rows, texts, 2)
     parts = [wrap(head, layout), "", table(cols, rows, layout)]
     if result.api:
         # the endpoint tells apart one provider's offerings (DeepInfra's 8B and 8B Turbo)

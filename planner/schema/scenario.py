@@ -283,6 +283,12 @@ class Hardware(Strict):
             out[gpu_id] = min(count, out.get(gpu_id, count))
         return out
 
+    def count_keys(self) -> str:
+        """The keys that set the GPU counts, for messages to name the one the user wrote:
+        hardware.inventory, hardware.fleet or both."""
+        keys = [k for k, given in (("inventory", self.inventory), ("fleet", self.fleet)) if given]
+        return " / ".join(f"hardware.{k}" for k in keys) or "hardware.inventory"
+
 
 class Search(Strict):
     """The deployment space to explore."""
