@@ -188,7 +188,7 @@ def serves(d: Deployment) -> str:
     named = ", ".join(found or list(d.tpot_ms_by_class)) or "-"
     if d.role == "aggregated":
         return named
-    return f"{named} ({d.role} pool" + (", KV over NVLink)" if d.kv_link == "scale-up" else ")")
+    return f"{named} ({d.role} pool" + (", KV within one node)" if d.kv_link == "scale-up" else ")")
 
 
 FLEET_COLUMNS = (
