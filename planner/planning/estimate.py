@@ -20,7 +20,7 @@ from planner.perf.candidates import (
     build_table,
     default_kv_dtype,
 )
-from planner.perf.evaluate import evaluate_table
+from planner.perf.evaluate import GB, evaluate_table, memory_terms
 from planner.perf.table import Table, values
 from planner.perf.wave import first_round_ms
 from planner.schema import limits
@@ -211,8 +211,50 @@ def _check_prefix(req: EstimateRequest) -> None:
 
 
 def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> Row:
+    """The request evaluated at `batch` sequences, its memory as the fit test counts it."""
     model, grid = _grid(req, catalog, batch)
-    return columns.shortest_floats(evaluate_table(model, grid, req.utilisation, statistic).row(0))
+    row = columns.shortest_floats(evaluate_table(model, grid, req.utilisation, statistic).row(0))
+    row.update(memory_fit(model, grid))
+    return row
+
+
+def memory_fit(model: Model, grid: Table) -> Row:
+    """One accounting of a one-row grid's memory per GPU, in GB: the total is what the fit
+    test weighs against the usable memory (`perf.evaluate.memory_terms`: a full prefill
+    chunk's workspace held back before the KV pool is sized, and each sequence's logits),
+    so it is above the usable memory exactly when the row does not fit, short by the
+    difference. The grid's own total counted only this prompt's activations and read
+    '76.3 GB of 77.0 usable (DOES NOT FIT: short by 0.3 GB)'."""
+    t = {k: float(v[0]) for k, v in memory_terms(model, grid).items()}
+    needed, usable = t["needed"], t["usable"]
+    return {
+        "memory_per_gpu_gb": needed / GB,
+        "memory_usable_gb": usable / GB,
+        "fits": needed <= usable,
+        "memory_shortfall_gb": max(needed - usable, 0.0) / GB,
+        # the parts of the total: weights, KV cache, drafter and shared prefix are the
+        # grid's columns; these are the rest
+        "activations_per_gpu_gb": (t["workspace"] + t["rank_batch"] * t["logits"]) / GB,
+        "runtime_reserve_per_gpu_gb": t["reserve"] / GB,
+    }
+
+
+def refuse_unfit(req: EstimateRequest, row: Row) -> None:
+    """Exit 2 when not one sequence fits (the largest batch is 0): the model's weights, or
+    with them one request's KV cache, exceed the usable memory of a GPU."""
+    if int(row["max_batch"]) >= 1:
+        return
+    weights, usable = float(row["weights_per_gpu_gb"]), float(row["memory_usable_gb"])
+    what = (
+        f"weights {weights:.1f} GB per GPU against {usable:.1f} GB usable"
+        if weights >= usable
+        else f"weights {weights:.1f} GB per GPU leave no room in {usable:.1f} GB usable for "
+        f"one sequence of {req.input_len} + {req.output_len} tokens"
+    )
+    raise InputError(
+        f"{req.model} does not fit on {int(row['gpus_per_replica'])} x {req.gpu} at "
+        f"{req.quant}: {what}; try a larger --tp, a smaller --quant or a bigger --gpu"
+    )
 
 
 def _max_num_seqs(req: EstimateRequest, catalog: Catalog) -> int:
@@ -231,6 +273,7 @@ def _in_flight_cap(req: EstimateRequest, catalog: Catalog) -> tuple[int, int]:
     """(max_num_seqs, the most sequences memory holds at this shape)."""
     seqs = _max_num_seqs(req, catalog)
     probe = _row(req, catalog, 1, "none")
+    refuse_unfit(req, probe)
     return seqs, int(probe["max_batch"])
 
 
@@ -388,6 +431,7 @@ def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     else:
         batch = _max_num_seqs(req, catalog)
         row = _row(req, catalog, batch, req.statistic)
+        refuse_unfit(req, row)
         slot_time = req.output_len * float(row["tpot_ms"]) * 1e-3
         slot = float(np.asarray(q.wait_for_slot(batch, req.utilisation, slot_time, req.statistic)))
         queue = float(row["ttft_ms"]) - float(row["ttft_unloaded_ms"]) - slot * 1e3

@@ -128,8 +128,12 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
         if not bool(row["fits"]):
             raise InputError(
                 f"out of memory: {req.model} on {req.gpu} does not fit a {role} worker of "
-                f"{int(row['gpus_per_replica'])} GPU(s); raise --{role}-tp (or, for an MoE "
-                f"model, --{role}-ep with --{role}-dp-attention)"
+                f"{int(row['gpus_per_replica'])} GPU(s) at {req.quant}: weights "
+                f"{float(row['weights_per_gpu_gb']):.1f} GB per GPU against "
+                f"{float(row['memory_usable_gb']):.1f} GB usable (short by "
+                f"{float(row['memory_shortfall_gb']):.1f} GB with one sequence); raise "
+                f"--{role}-tp (or, for an MoE model, --{role}-ep with --{role}-dp-attention), "
+                "try a smaller --quant or a bigger --gpu"
             )
     cap_p = pools.prefill_workers * float(pre["requests_per_s"])
     cap_d = pools.decode_workers * float(dec["requests_per_s"])

@@ -60,6 +60,7 @@ ESTIMATE_KEYS = [
     "max_batch",
     "weights_per_gpu_gb",
     "kv_cache_per_gpu_gb",
+    "activations_per_gpu_gb",
     "tpot_ms",
     "tpot_step_ms",
     "t_alltoall_ms",
@@ -79,6 +80,11 @@ ESTIMATE_KEYS = [
     "ridge_flop_per_byte",
     "price_usd_per_gpu_hour",
     "price_provider",
+]
+# the estimate's own figures, not the grid's columns of the same name (planning.estimate
+# `memory_fit`)
+ESTIMATE_OWN_KEYS = [
+    "runtime_reserve_per_gpu_gb",
 ]
 BREAKDOWN_KEYS = {
     "weights_ms": "t_weights_ms",
@@ -107,7 +113,7 @@ TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
 def estimate_dict(row: Mapping[str, Any]) -> dict:
     """The estimate as one JSON object with a `breakdown` of the TPOT terms and a
     `ttft_breakdown` of the TTFT's, in ms."""
-    out = {k: row[k] for k in ESTIMATE_KEYS}
+    out = {k: row[k] for k in (*ESTIMATE_KEYS, *ESTIMATE_OWN_KEYS)}
     out["fits"] = bool(row["fits"])
     out["gpus"] = int(row["gpus"])
     kind = row["load_kind"]

@@ -55,13 +55,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
         f"{row['max_num_seqs']}); {row['gpus']} "
         f"GPU{'' if row['gpus'] == 1 else 's'}"
     )
-    fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {row['memory_shortfall_gb']:.1f} GB"
-    mem = (
-        f"Memory per GPU: {row['memory_per_gpu_gb']:.1f} GB of {row['memory_usable_gb']:.1f}"
-        f" usable ({fit}); weights {row['weights_per_gpu_gb']:.1f} GB, KV cache "
-        f"{row['kv_cache_per_gpu_gb']:.1f} GB, activations {row['activations_per_gpu_gb']:.2f}"
-        f" GB; largest batch that fits: {row['max_batch']}"
-    )
+    mem = _memory_text(row)
     terms = [
         ("read weights", row["t_weights_ms"], f"{row['bytes_weights_per_step_gb']:.2f} GB/GPU"),
         ("read KV cache", row["t_kv_ms"], f"{row['bytes_kv_per_step_gb']:.2f} GB/GPU"),
@@ -106,6 +100,34 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
     extra = speculation_lines(row)
     prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, cost)]
     return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
+
+
+def _memory_text(row: Mapping[str, Any]) -> str:
+    """Memory per GPU against the usable memory, one accounting (`planning.estimate.
+    memory_fit`): the total and its parts are what the fit test counts, so it is over the
+    usable memory exactly when it does not fit, short by the difference."""
+    short = row["memory_shortfall_gb"]
+    fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {_gb(short)} GB"
+    parts = [
+        ("weights", row["weights_per_gpu_gb"], ""),
+        ("KV cache", row["kv_cache_per_gpu_gb"], ""),
+        ("activations", row["activations_per_gpu_gb"], " (a full prefill chunk's, and logits)"),
+        ("runtime reserve", row["runtime_reserve_per_gpu_gb"], ""),
+        ("drafter", row["draft_per_gpu_gb"], ""),
+        ("shared prefix", row["prefix_cache_per_gpu_gb"], ""),
+    ]
+    shown = ", ".join(
+        f"{n} {_gb(v)} GB{why}" for n, v, why in parts[:3] + [p for p in parts[3:] if p[1] > 0]
+    )
+    return (
+        f"Memory per GPU: {row['memory_per_gpu_gb']:.1f} GB of {row['memory_usable_gb']:.1f}"
+        f" usable ({fit}); {shown}; largest batch that fits: {row['max_batch']}"
+    )
+
+
+def _gb(v: float) -> str:
+    """GB to one decimal, or two below 0.1 so a part or a shortfall never reads 0.0."""
+    return f"{v:.1f}" if v >= 0.095 or v == 0 else f"{v:.2f}"
 
 
 def _ttft_terms(row: Mapping[str, Any]) -> list[tuple[str, float, str]]:
