@@ -360,6 +360,7 @@ def test_estimate_concurrency_is_a_closed_loop():
         "concurrency": 1,
         "batch_in_flight": 1,
         "max_num_seqs": 256,
+        "capacity_batch": 90,  # what memory holds: the capacity is at 90 in flight
         "num_prompts": None,  # the steady state: no benchmark's first round (--num-prompts)
         "first_round_share": 0.0,
     }
@@ -370,7 +371,7 @@ def test_estimate_concurrency_is_a_closed_loop():
     held = one["max_batch"]
     over = json.loads(invoke("estimate", *NIM, "--concurrency", str(held + 50), *NIM_SHAPE).output)
     assert over["load"]["batch_in_flight"] == held
-    rate = over["requests_per_s"]
+    rate = over["capacity_requests_per_s"]  # memory's batch is in flight: the capacity
     assert over["ttft_ms"] >= over["ttft_unloaded_ms"] + 50 / rate * 1e3
     capped = json.loads(
         invoke("estimate", *NIM, "--concurrency", "64", "--batch", "16", *NIM_SHAPE).output

@@ -284,7 +284,8 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> Row
     prefill on the replica + the other b - 1 sequences' decode work in its fused passes
     (`_fused_rows_ms`) + the prefills of the other b - 1 ahead of it (M/D/1) + the
     wait of requests beyond b for a free sequence slot, (C - b) / R. TPOT is at batch b;
-    throughput is min(R, C / (TTFT + (O - 1) TPOT)) O (clients wait out their TTFT)."""
+    the rate served is min(R, C / (TTFT + (O - 1) TPOT)) (clients wait out their TTFT),
+    and the cost is at that rate."""
     seqs, held = _in_flight_cap(req, catalog)
     b = max(min(concurrency, seqs, held), 1)
     row = _row(req, catalog, b, "none")
@@ -298,10 +299,30 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> Row
     _first_round(req, catalog, row, b, slot * 1e3)
     # Little's law over the clients: each is idle for its request's per-request latency
     life_s = (float(row["ttft_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])) * 1e-3
-    rate = min(rate, concurrency / life_s)
-    row["throughput_tok_s"] = rate * req.output_len
-    row["capacity_requests_per_s"] = rate
+    served = min(rate, concurrency / life_s)
+    cap = max(min(seqs, held), 1)
+    capacity = rate if cap == b else float(_row(req, catalog, cap, "none")["requests_per_s"])
+    _at_load(row, req.output_len, served, (rate, capacity, cap))
     return _with_load(row, "concurrency", concurrency, b, seqs)
+
+
+def _at_load(row: Row, output_len: int, served: float, caps: tuple[float, float, int]) -> None:
+    """Set on `row` the rate it serves and its cost at that rate, beside the replica's
+    capacity: `caps` is (R at the batch in flight, R at the most it holds, that batch).
+
+    The evaluated row's cost is solve's, at the planned share of capacity
+    (`perf.evaluate._serving`); an estimate at a given load costs what that load is
+    served at: $/request = $/h / (3600 x req/s served), $/1K output tokens that / O x 1000."""
+    at_batch, capacity, cap_batch = caps
+    row["requests_per_s"] = served
+    row["throughput_tok_s"] = served * output_len
+    row["in_flight_capacity_requests_per_s"] = at_batch
+    row["capacity_requests_per_s"] = capacity
+    row["capacity_tok_s"] = capacity * output_len
+    row["capacity_batch"] = cap_batch
+    cost_h = float(row["cost_per_hour_usd"])
+    row["cost_per_request_usd"] = cost_h / (3600.0 * served)
+    row["cost_per_1k_output_tokens_usd"] = row["cost_per_request_usd"] / output_len * 1e3
 
 
 def _first_round(req: EstimateRequest, catalog: Catalog, row: Row, b: int, slot_ms: float) -> None:
@@ -371,8 +392,7 @@ def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> Row:
     slot = float(np.asarray(q.wait_for_slot(cap, rate / capacity, slot_time, req.statistic)))
     queue = float(q.wait_for_prefill(rate, share, req.statistic))
     _ttft_terms(row, queue * 1e3, slot * 1e3, 0.0)
-    row["throughput_tok_s"] = rate * req.output_len
-    row["capacity_requests_per_s"] = rate
+    _at_load(row, req.output_len, rate, (float(row["requests_per_s"]), capacity, cap))
     return _with_load(row, "rate", rate, b, seqs)
 
 
@@ -407,6 +427,22 @@ def _with_load(row: Row, kind: str, value: float, in_flight: int, seqs: int) -> 
     return row
 
 
+def planned_load(req: EstimateRequest, catalog: Catalog) -> Row:
+    """`batch` (max_num_seqs) sequences kept full at the `utilisation` share of their
+    capacity, as `solve` plans a replica: the evaluated row's own queueing and cost, the
+    rate served that share of the capacity R(batch)."""
+    batch = _max_num_seqs(req, catalog)
+    row = _row(req, catalog, batch, req.statistic)
+    refuse_unfit(req, row)
+    slot_time = req.output_len * float(row["tpot_ms"]) * 1e-3
+    slot = float(np.asarray(q.wait_for_slot(batch, req.utilisation, slot_time, req.statistic)))
+    queue = float(row["ttft_ms"]) - float(row["ttft_unloaded_ms"]) - slot * 1e3
+    _ttft_terms(row, queue, slot * 1e3, 0.0)
+    capacity = float(row["requests_per_s"])
+    _at_load(row, req.output_len, req.utilisation * capacity, (capacity, capacity, batch))
+    return _with_load(row, "utilization", req.utilisation, batch, batch)
+
+
 def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
     """Every metric of one (model, gpu, tp, quant, kv, shape) at one load (`estimate_row`)
     as a pandas Series, for library users."""
@@ -418,7 +454,13 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
 def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     """Every metric of one (model, gpu, tp, quant, kv, shape) at one load: a closed loop of
     `concurrency` clients, an open loop at `rate`, or (neither) `batch` sequences at the
-    planned utilisation, as `solve` plans. A dict by column name (no pandas: issue 16)."""
+    planned utilisation, as `solve` plans. A dict by column name (no pandas: issue 16).
+
+    A few names are the estimate's own, not the grid's column of that name: at every
+    load, `requests_per_s` and `throughput_tok_s` are what the replica serves and the cost
+    per request and per 1K output tokens are at that rate, `capacity_requests_per_s` and
+    `capacity_tok_s` the most it serves (`capacity_batch` in flight); the memory figures
+    are the fit test's (`memory_fit`)."""
     _check_ranges(req)
     _check_load(req)
     _check_prefix(req)
@@ -429,14 +471,7 @@ def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     elif req.rate is not None:
         row = open_loop(req, catalog, req.rate)
     else:
-        batch = _max_num_seqs(req, catalog)
-        row = _row(req, catalog, batch, req.statistic)
-        refuse_unfit(req, row)
-        slot_time = req.output_len * float(row["tpot_ms"]) * 1e-3
-        slot = float(np.asarray(q.wait_for_slot(batch, req.utilisation, slot_time, req.statistic)))
-        queue = float(row["ttft_ms"]) - float(row["ttft_unloaded_ms"]) - slot * 1e3
-        _ttft_terms(row, queue, slot * 1e3, 0.0)
-        row = _with_load(row, "utilization", req.utilisation, batch, batch)
+        row = planned_load(req, catalog)
     row["model"] = model.id
     row["engine"] = "ideal" if req.ideal else catalog.engine(req.engine).id
     row["gpus"] = int(row["gpus_per_replica"])

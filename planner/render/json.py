@@ -69,11 +69,7 @@ ESTIMATE_KEYS = [
     "ttft_ms",
     "ttft_unloaded_ms",
     "prefill_ms",
-    "throughput_tok_s",
-    "requests_per_s",
     "cost_per_hour_usd",
-    "cost_per_1k_output_tokens_usd",
-    "cost_per_request_usd",
     "bound",
     "prefill_bound",
     "intensity_flop_per_byte",
@@ -82,8 +78,15 @@ ESTIMATE_KEYS = [
     "price_provider",
 ]
 # the estimate's own figures, not the grid's columns of the same name (planning.estimate
-# `memory_fit`)
+# `_at_load`, `memory_fit`): what the replica serves at the load, what the cost is at,
+# beside its capacity (the most it serves, load.capacity_batch in flight)
 ESTIMATE_OWN_KEYS = [
+    "requests_per_s",
+    "throughput_tok_s",
+    "capacity_requests_per_s",
+    "capacity_tok_s",
+    "cost_per_request_usd",
+    "cost_per_1k_output_tokens_usd",
     "runtime_reserve_per_gpu_gb",
 ]
 BREAKDOWN_KEYS = {
@@ -122,6 +125,7 @@ def estimate_dict(row: Mapping[str, Any]) -> dict:
         kind: row["load_value"],
         "batch_in_flight": int(row["batch_in_flight"]),
         "max_num_seqs": int(row["max_num_seqs"]),
+        "capacity_batch": int(row["capacity_batch"]),
     }
     if kind == "concurrency":  # a benchmark's prompts (--num-prompts), null: the steady state
         out["load"]["num_prompts"] = int(row["num_prompts"]) or None

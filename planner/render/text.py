@@ -10,9 +10,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from planner.errors import plain
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
-from planner.render.tables import Col, Layout, human, money, per_token_money, table, wrap
+from planner.render.tables import Col, Layout, human, money, per_token_money, table, usd, wrap
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 from planner.units import HOURS_PER_MONTH
 
@@ -78,18 +79,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
     serve = (
         f"Prefill {row['prefill_ms']:.1f} ms ({row['prefill_bound']}-bound); TTFT "
         f"{row['ttft_ms']:.1f} ms at this load, {row['ttft_unloaded_ms']:.1f} ms idle\n"
-        f"Throughput {row['throughput_tok_s']:,.0f} output tok/s, "
-        f"{row['requests_per_s']:.2f} req/s per replica"
-    )
-    price = row["price_usd_per_gpu_hour"]
-    cost = (
-        "Cost: no price in the catalog for this GPU (pass --price)"
-        if not math.isfinite(price)
-        else f"Cost {money(row['cost_per_hour_usd'])}/h ({row['gpus_per_replica']} x "
-        f"{money(price)} "
-        f"{row['price_provider']}), {per_token_money(row['cost_per_1k_output_tokens_usd'])} "
-        f"per 1K output tokens ({money(row['cost_per_1k_output_tokens_usd'] * 1e3)} per 1M), "
-        f"{per_token_money(row['cost_per_request_usd'])} per request"
+        f"{_throughput_text(row)}"
     )
     rows = [(n, f"{float(v):.3f}", d) for n, v, d in terms]
     tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
@@ -98,7 +88,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
         [Col("TTFT term"), Col("ms", "r"), Col("detail", priority=1)], ttft_rows, layout
     )
     extra = speculation_lines(row)
-    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, cost)]
+    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, _cost_text(row))]
     return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
 
 
@@ -128,6 +118,37 @@ def _memory_text(row: Mapping[str, Any]) -> str:
 def _gb(v: float) -> str:
     """GB to one decimal, or two below 0.1 so a part or a shortfall never reads 0.0."""
     return f"{v:.1f}" if v >= 0.095 or v == 0 else f"{v:.2f}"
+
+
+def _throughput_text(row: Mapping[str, Any]) -> str:
+    """The load served (what the cost is at) beside the replica's capacity."""
+    kind = row["load_kind"]
+    how = {
+        "concurrency": f"what {row['load_value']:g} clients send",
+        "rate": "the rate offered",
+        "utilization": f"{100 * row['load_value']:g}% of capacity, as solve plans",
+    }[kind]
+    n = row["capacity_batch"]
+    return (
+        f"Throughput {plain(row['throughput_tok_s'])} output tok/s, "
+        f"{plain(row['requests_per_s'])} req/s served per replica ({how}); capacity "
+        f"{plain(row['capacity_tok_s'])} output tok/s, {plain(row['capacity_requests_per_s'])}"
+        f" req/s ({n} sequence{'s' * (n != 1)} in flight)"
+    )
+
+
+def _cost_text(row: Mapping[str, Any]) -> str:
+    """The cost per hour, and per 1K output tokens and per request at the load served."""
+    price = row["price_usd_per_gpu_hour"]
+    if not math.isfinite(price):
+        return "Cost: no price in the catalog for this GPU (pass --price)"
+    per_1k = row["cost_per_1k_output_tokens_usd"]
+    return (
+        f"Cost {money(row['cost_per_hour_usd'])}/h ({row['gpus_per_replica']} x "
+        f"{money(price)} {row['price_provider']}); at the load served "
+        f"{usd(per_1k)} per 1K output tokens ({money(per_1k * 1e3)} per 1M), "
+        f"{usd(row['cost_per_request_usd'])} per request"
+    )
 
 
 def _ttft_terms(row: Mapping[str, Any]) -> list[tuple[str, float, str]]:
