@@ -1,14 +1,16 @@
-"""`planner estimate` at a load: what the replica serves and what it costs at that rate
-(the audit of estimate's load paths)."""
+"""`planner estimate` at a load: what the replica serves, what it costs at that rate, the
+batch an open loop keeps in flight and its waits (the audit of estimate's load paths)."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
+from planner.planning.estimate import EstimateRequest, estimate_row, in_flight_batch
 
 H100 = 2.69  # $/GPU-hour, the catalog's RunPod price of an H100 SXM
 B8 = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm"]
@@ -85,3 +87,58 @@ def test_disaggregated_costs_the_rate_it_serves_too():
     gpus = d["gpus"]
     assert d["requests_per_s"] == 1
     assert d["cost_per_1k_output_tokens_usd"] == pytest.approx(gpus * H100 / 3600 / 256 * 1e3)
+
+
+def test_open_loop_holds_the_batch_littles_law_needs_near_capacity():
+    """--rate 5.5, 4,000 / 256 tokens (memory holds 111): 8 fixed-point steps stopped at 66
+    in flight, TPOT 49.5 ms, R(66) = 5.18 < 5.5 and a 16.8 s wait for a slot; the least b
+    with b >= 5.5 (TTFT + 255 TPOT(b)) is 109 (108 needs 108.01), TPOT 77.0 ms, R = 5.52."""
+    d = _json("--rate", "5.5", "--input-len", "4000")
+    assert d["load"]["batch_in_flight"] == 109
+    assert d["tpot_ms"] == pytest.approx(76.95, abs=0.01)
+    life_s = (d["ttft_unloaded_ms"] + 255 * d["tpot_ms"]) / 1e3
+    assert 108 < 5.5 * life_s <= 109
+    # 109 of 111 slots busy: requests do wait for one now
+    assert d["ttft_breakdown"]["slot_wait_ms"] > 1000
+
+
+def test_open_loop_batch_serves_the_rate_and_waits_only_when_full(catalog):
+    """At every rate below capacity the batch in flight serves it, R(b) >= rate; at --rate
+    5 (56 of 111 slots busy) nobody waits for a slot (it said 47 in flight, R = 4.87 < 5,
+    and a 203 ms slot wait)."""
+    for rate in (0.2, 1.0, 3.0, 5.0, 5.3, 5.5, 5.52):
+        req = EstimateRequest(model="llama-3.1-8b", gpu="h100-sxm", tp=1, quant="bf16",
+                              batch=None, input_len=4000, output_len=256, rate=rate)  # fmt: skip
+        row = estimate_row(req, catalog)
+        assert row["in_flight_capacity_requests_per_s"] >= rate
+        assert row["batch_in_flight"] <= row["capacity_batch"] == 111
+        if rate <= 5.0:
+            assert row["ttft_slot_wait_ms"] < 1e-6
+    assert _json("--rate", "5", "--input-len", "4000")["load"]["batch_in_flight"] == 56
+
+
+def _rows(life_s, rate_of):
+    """A fake `row_at(b)` of idle TTFT + (O - 1) TPOT = life_s(b) (O = 2: TPOT is the rest)
+    and R(b) = rate_of(b), counting its calls."""
+    calls = []
+
+    def row_at(b: int) -> dict:
+        calls.append(b)
+        return {"ttft_unloaded_ms": 0.0, "tpot_ms": life_s(b) * 1e3, "requests_per_s": rate_of(b)}
+
+    return row_at, calls
+
+
+def test_in_flight_batch_is_the_least_that_littles_law_and_the_rate_allow():
+    """Life 1 + 0.01 b s at 10 req/s: b >= 10 (1 + 0.01 b) from b = 10 / 0.9 = 11.1, so 12;
+    with R(b) = b / 2 the rate needs b >= 20 as well; a cap of 8 holds 8 (the slots are
+    full); at most ceil(log2 cap) rows are evaluated."""
+    row_at, calls = _rows(lambda b: 1 + 0.01 * b, lambda b: 1e9)
+    assert in_flight_batch(row_at, 10.0, 2, 1024) == 12
+    assert len(calls) <= math.ceil(math.log2(1024))
+    row_at, _ = _rows(lambda b: 1 + 0.01 * b, lambda b: b / 2)
+    assert in_flight_batch(row_at, 10.0, 2, 1024) == 20
+    row_at, _ = _rows(lambda b: 1 + 0.01 * b, lambda b: 1e9)
+    assert in_flight_batch(row_at, 10.0, 2, 8) == 8
+    row_at, _ = _rows(lambda b: 0.05, lambda b: 1e9)
+    assert in_flight_batch(row_at, 10.0, 2, 1) == 1  # one slot: nothing to search
