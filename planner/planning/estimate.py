@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -134,6 +134,83 @@ def _check_load(req: EstimateRequest) -> None:
             f"--num-prompts: {req.num_prompts} is fewer than --concurrency "
             f"{req.concurrency}; the first round alone sends {req.concurrency} prompts"
         )
+
+
+_POOL_OPTIONS = ("prefill_tp", "prefill_workers", "prefill_ep", "prefill_dp_attention",
+                 "decode_tp", "decode_workers", "decode_ep", "decode_dp_attention")  # fmt: skip
+_SPEC_OPTIONS = ("spec_tokens", "spec_acceptance", "draft_model")
+_CLI_NAMES = {"utilisation": "utilization", "price_usd_per_gpu_hour": "price"}
+
+
+def given_options(req: EstimateRequest, extra: Mapping[str, Any] | None = None) -> dict:
+    """The request's options that differ from their defaults, by command-line name, with
+    `extra` (a library call's --disaggregated pools), for `check_used`."""
+    given = {
+        _CLI_NAMES.get(f.name, f.name): getattr(req, f.name)
+        for f in fields(req)
+        if getattr(req, f.name) != f.default
+    }
+    return given | dict(extra or {})
+
+
+# what the pools do anyway (--speculative off, --pp 1 under --disaggregated leave nothing
+# unused), and what they do not model
+_POOLS_DO = {"speculative": "off", "prefix_cached_tokens": 0, "pp": 1, "ep": 1, "dp_attention": 1}
+_NOT_POOLED = {
+    **dict.fromkeys(("speculative", *_SPEC_OPTIONS), "speculative decoding"),
+    "prefix_cached_tokens": "the prefix cache",
+    "pp": "pipeline parallelism",
+}
+
+
+def _unused_by_pools(name: str, given: Mapping[str, Any]) -> str | None:
+    """Why `--disaggregated` leaves option `name` unused (and what to do), or None."""
+    if given[name] == _POOLS_DO.get(name, ...):
+        return None
+    if name in _NOT_POOLED:
+        return (
+            f"{_NOT_POOLED[name]} is not modelled for --disaggregated pools; leave it out, "
+            "or drop --disaggregated"
+        )
+    if name in ("ep", "dp_attention"):
+        role = name.replace("_", "-")
+        return f"each --disaggregated pool takes its own: give --prefill-{role} and --decode-{role}"
+    if name == "tp" and {"prefill_tp", "decode_tp"} <= set(given):
+        return (
+            "--prefill-tp and --decode-tp set both pools' tp (--tp is their default); leave it out"
+        )
+    return None
+
+
+def _unused_why(name: str, given: Mapping[str, Any]) -> str | None:
+    """Why the other options given leave option `name` unused (and what to do), or None
+    if it is used."""
+    if given.get("disaggregated"):
+        why = _unused_by_pools(name, given)
+        if why:
+            return why
+    elif name in _POOL_OPTIONS:
+        return "an option of the --disaggregated pools; add --disaggregated, or leave it out"
+    if name in _SPEC_OPTIONS and given.get("speculative", "off") == "off":
+        return "a setting of speculative decoding; add --speculative mtp or draft, or leave it out"
+    if name == "draft_model" and given.get("speculative") == "mtp":
+        return "the drafter of --speculative draft; mtp drafts with a head of the model itself"
+    if name == "engine" and given.get("ideal"):
+        return "--ideal is the roofline of no engine (efficiency 1, no overheads); give one of them"
+    if name == "utilization" and {"concurrency", "rate"} & set(given):
+        return "the planning load when neither --concurrency nor --rate is given; leave it out"
+    return None
+
+
+def check_used(given: Mapping[str, Any]) -> None:
+    """Exit 2 on an option that the others given leave unused (`--speculative` under
+    `--disaggregated`, `--spec-tokens` without `--speculative`, `--decode-workers` without
+    `--disaggregated` were accepted and changed nothing), naming it, its value and why."""
+    for name, value in given.items():
+        why = _unused_why(name, given)
+        if why:
+            shown = "" if isinstance(value, bool) else f" {value}"
+            raise InputError(f"--{name.replace('_', '-')}{shown}: {why}")
 
 
 def _price(gpu: Gpu, override: float | None) -> Price | None:
@@ -485,6 +562,7 @@ def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     _check_ranges(req)
     _check_load(req)
     _check_prefix(req)
+    check_used(given_options(req))
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     if req.concurrency is not None:

@@ -43,7 +43,9 @@ from planner.planning.estimate import (
     Row,
     _check_ranges,
     check_context,
+    check_used,
     default_max_num_seqs,
+    given_options,
     one_row_grid,
 )
 
@@ -112,6 +114,7 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     """TTFT, TPOT, capacity and cost of the two pools at the request's load."""
     _check_ranges(req)
     _check_pools(pools)
+    check_used(given_options(req, {"disaggregated": True}))
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     max_num_seqs = req.batch or default_max_num_seqs(req, catalog)

@@ -1,0 +1,90 @@
+"""`planner estimate`'s options: none accepted and then ignored (the audit of estimate's
+options)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import cli
+from planner.errors import InputError
+from planner.planning.estimate import EstimateRequest, estimate_row
+from planner.planning.estimate_disagg import Pools, estimate_disaggregated
+
+B8 = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm"]
+R1 = ["--model", "deepseek-r1", "--gpu", "h200", "--tp", "8", "--quant", "fp8"]
+DISAGG = ["--disaggregated", "--rate", "1"]
+
+
+def _run(*args: str):
+    return CliRunner().invoke(cli, ["estimate", *args], obj={})
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # accepted under --disaggregated and ignored (byte-identical output)
+        ([*R1, *DISAGG, "--speculative", "mtp"], "--speculative mtp: speculative decoding is"),
+        ([*B8, *DISAGG, "--spec-tokens", "3"], "--spec-tokens 3: speculative decoding is not"),
+        ([*B8, *DISAGG, "--spec-acceptance", "0.7"], "--spec-acceptance 0.7: speculative"),
+        ([*B8, *DISAGG, "--draft-model", "llama-3.2-1b"], "--draft-model llama-3.2-1b: spec"),
+        ([*B8, *DISAGG, "--prefix-cached-tokens", "512"], "--prefix-cached-tokens 512: the pre"),
+        ([*B8, *DISAGG, "--pp", "2"], "--pp 2: pipeline parallelism is not modelled"),
+        ([*R1, *DISAGG, "--ep", "8"], "--ep 8: each --disaggregated pool takes its own"),
+        ([*R1, *DISAGG, "--dp-attention", "8"], "give --prefill-dp-attention and --decode-dp"),
+        ([*B8, *DISAGG, "--tp", "2", "--prefill-tp", "1", "--decode-tp", "1"], "--tp 2: --pref"),
+        # without their parent option
+        ([*B8, "--spec-tokens", "3"], "--spec-tokens 3: a setting of speculative decoding"),
+        ([*B8, "--spec-acceptance", "0.7"], "add --speculative mtp or draft"),
+        ([*B8, "--draft-model", "llama-3.2-1b"], "--draft-model llama-3.2-1b: a setting of"),
+        ([*R1, "--speculative", "mtp", "--draft-model", "llama-3.2-1b"], "the drafter of --spec"),
+        ([*B8, "--prefill-tp", "2"], "--prefill-tp 2: an option of the --disaggregated pools"),
+        ([*B8, "--decode-workers", "2"], "--decode-workers 2: an option of the --disaggregated"),
+        ([*B8, "--prefill-workers", "1"], "--prefill-workers 1: an option of the"),
+        ([*B8, "--decode-ep", "2"], "--decode-ep 2: an option"),
+        ([*B8, "--prefill-dp-attention", "2"], "--prefill-dp-attention 2: an option"),
+        ([*B8, "--engine", "sglang", "--ideal"], "--engine sglang: --ideal is the roofline of no"),
+        ([*B8, "--engine", "vllm", "--ideal"], "--engine vllm: --ideal is the roofline of no"),
+        ([*B8, "--rate", "1", "--utilization", "0.5"], "--utilization 0.5: the planning load"),
+        ([*B8, "--concurrency", "4", "--utilization", "0.5"], "--utilization 0.5: the planning"),
+        ([*B8, *DISAGG, "--utilization", "0.5"], "--utilization 0.5: the planning load"),
+    ],
+)
+def test_an_option_another_leaves_unused_exits_2_naming_it(args, needle):
+    """Each was accepted and changed nothing; now exit 2 with one message naming the
+    option, its value and why (as --num-prompts without --concurrency already did)."""
+    res = _run(*args)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
+    assert res.output.count("error:") == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [*B8, "--ideal"],
+        [*B8, "--disaggregated", "--utilization", "0.5"],  # the pools' planning load
+        [*B8, "--utilization", "0.5"],
+        [*B8, *DISAGG, "--tp", "2", "--prefill-tp", "1"],  # --tp is the decode pool's
+        [*R1, "--speculative", "mtp", "--spec-tokens", "1"],
+        [*B8, *DISAGG, "--speculative", "off", "--pp", "1", "--prefix-cached-tokens", "0"],
+    ],
+)
+def test_options_that_are_used_still_run(args):
+    """An option the mode uses, or one saying what the mode does anyway (no speculation,
+    one pipeline stage, nothing cached under --disaggregated), is no option left unused."""
+    res = _run(*args)
+    assert res.exit_code == 0, res.output
+
+
+def test_a_library_call_refuses_what_it_would_ignore(catalog):
+    """`estimate_disaggregated` ignored a request's speculation, prefix cache and layout; a
+    request's k without a speculative mode was ignored by `estimate_row`."""
+    base = dict(model="llama-3.1-8b", gpu="h100-sxm", tp=1, quant="bf16", batch=None,
+                input_len=1024, output_len=256, rate=1.0)  # fmt: skip
+    with pytest.raises(InputError, match="--prefix-cached-tokens 100: the prefix cache"):
+        estimate_disaggregated(
+            EstimateRequest(**base, prefix_cached_tokens=100), Pools(1, 1, 1, 1), catalog
+        )
+    with pytest.raises(InputError, match="--spec-tokens 2: a setting of speculative"):
+        estimate_row(EstimateRequest(**base, spec_tokens=2), catalog)
