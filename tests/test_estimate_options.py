@@ -1,7 +1,9 @@
-"""`planner estimate`'s options: none accepted and then ignored (the audit of estimate's
-options)."""
+"""`planner estimate`'s options: none accepted and then ignored, and TPOT with one output
+token (the audit of estimate's options)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from click.testing import CliRunner
@@ -88,3 +90,22 @@ def test_a_library_call_refuses_what_it_would_ignore(catalog):
         )
     with pytest.raises(InputError, match="--spec-tokens 2: a setting of speculative"):
         estimate_row(EstimateRequest(**base, spec_tokens=2), catalog)
+
+
+def test_one_output_token_has_no_tpot():
+    """TPOT is the time between output tokens, (latency - TTFT) / (O - 1): with O = 1 there
+    is none. It printed the decode step (O - 1 = 0 clamped to 1); now n/a, JSON null; the
+    TTFT, throughput and cost stand. (`solve` keeps its clamped TPOT for a class of one
+    output token, unchanged.)"""
+    for load in ([], ["--rate", "1"], ["--concurrency", "4"]):
+        text = _run(*B8, "--output-len", "1", *load).output
+        assert "TPOT                    n/a  none: one output token" in text
+        data = json.loads(_run(*B8, "--output-len", "1", *load, "--json").output)
+        assert data["tpot_ms"] is None and data["breakdown"]["prefill_interference_ms"] is None
+        assert data["breakdown"]["step_ms"] > 0 and data["ttft_ms"] > 0
+        assert data["cost_per_1k_output_tokens_usd"] > 0
+    pools = json.loads(_run(*B8, *DISAGG, "--output-len", "1", "--json").output)
+    assert pools["tpot_ms"] is None
+    assert "TPOT n/a (one output token" in _run(*B8, *DISAGG, "--output-len", "1").output
+    two = json.loads(_run(*B8, "--output-len", "2", "--json").output)
+    assert two["tpot_ms"] == pytest.approx(two["tpot_step_ms"])  # one sequence: the step

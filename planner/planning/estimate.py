@@ -558,7 +558,7 @@ def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     load, `requests_per_s` and `throughput_tok_s` are what the replica serves and the cost
     per request and per 1K output tokens are at that rate, `capacity_requests_per_s` and
     `capacity_tok_s` the most it serves (`capacity_batch` in flight); the memory figures
-    are the fit test's (`memory_fit`)."""
+    are the fit test's (`memory_fit`). `tpot_ms` is NaN with one output token."""
     _check_ranges(req)
     _check_load(req)
     _check_prefix(req)
@@ -574,6 +574,10 @@ def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     row["model"] = model.id
     row["engine"] = "ideal" if req.ideal else catalog.engine(req.engine).id
     row["gpus"] = int(row["gpus_per_replica"])
+    if req.output_len < 2:  # TPOT is the time between tokens: none with one output token
+        row["tpot_ms"] = math.nan
+        if row["num_prompts"]:  # the first round's share of a TPOT that is not there
+            row["tpot_first_round_ms"] = math.nan
     return row
 
 

@@ -268,7 +268,8 @@ def _combined(
         "kv_link": str(pre["kv_link"]),
         "decode_slot_wait_ms": slot * 1e3,
         "ttft_ms": ttft,
-        "tpot_ms": step * 1e3,
+        # the time between tokens: none with one output token
+        "tpot_ms": step * 1e3 if req.output_len > 1 else math.nan,
         "prefill_capacity_requests_per_s": cap_p,
         "decode_capacity_requests_per_s": cap_d,
         "binding_pool": "prefill" if cap_p <= cap_d else "decode",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from planner.render.tables import Layout, wrap
 
 
@@ -45,6 +47,13 @@ def _join(d: dict) -> float:
     return d["ttft_ms"] - sum(d[k] for k in known)
 
 
+def _tpot(d: dict) -> str:
+    """The decode pool's TPOT; none with one output token (no time between tokens)."""
+    if not math.isfinite(d["tpot_ms"]):
+        return "TPOT n/a (one output token: no time between tokens)"
+    return f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)"
+
+
 def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
     """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost; each line
     wrapped to the layout's width (100 columns unless --wide)."""
@@ -62,7 +71,7 @@ def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
             f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
             f"{d['kv_transfer_ms']:,.1f} over {d.get('kv_link', 'scale-out')} + join decode and "
             f"slot wait {_join(d):,.1f}",
-            f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)",
+            _tpot(d),
             f"Capacity: prefill pool {d['prefill_capacity_requests_per_s']:.3g} req/s, decode "
             f"pool {d['decode_capacity_requests_per_s']:.3g} req/s ({d['binding_pool']} binds); "
             f"at {d['requests_per_s']:.3g} req/s, {d['output_tok_s']:,.0f} output tok/s",

@@ -70,7 +70,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
             "(B-1) x prefill share / (O-1)",
         ),
         *_first_round_term(row, "tpot_first_round_ms", "decodes through the wave's prefills"),
-        ("TPOT", row["tpot_ms"], "what a user sees"),
+        ("TPOT", row["tpot_ms"], _tpot_detail(row)),
     ]
     bound = (
         f"Bound: {row['bound']} (intensity {row['intensity_flop_per_byte']:.1f} FLOP/B vs "
@@ -81,7 +81,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
         f"{row['ttft_ms']:.1f} ms at this load, {row['ttft_unloaded_ms']:.1f} ms idle\n"
         f"{_throughput_text(row)}"
     )
-    rows = [(n, f"{float(v):.3f}", d) for n, v, d in terms]
+    rows = [(n, ms(v, 3), d) for n, v, d in terms]
     tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
     ttft_rows = [(n, f"{float(v):.1f}", d) for n, v, d in _ttft_terms(row)]
     ttft_tbl = table(
@@ -90,6 +90,23 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
     extra = speculation_lines(row)
     prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, _cost_text(row))]
     return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
+
+
+def _tpot_detail(row: Mapping[str, Any]) -> str:
+    """What the TPOT is: what a user sees between tokens; nothing with one output token."""
+    if math.isfinite(row["tpot_ms"]):
+        return "what a user sees"
+    return "none: one output token, no time between tokens"
+
+
+def ms(value: float, places: int = 1) -> str:
+    """Milliseconds as the tables print them: `places` decimals, thousands separated and no
+    decimal at or above 1,000 (`human`'s rule: TTFT 439,160, not 439160.0); n/a when
+    undefined (the TPOT of one output token)."""
+    v = float(value)
+    if not math.isfinite(v):
+        return "n/a"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.{places}f}"
 
 
 def _memory_text(row: Mapping[str, Any]) -> str:
