@@ -113,7 +113,7 @@ def test_open_loop_batch_serves_the_rate_and_waits_only_when_full(catalog):
         assert row["in_flight_capacity_requests_per_s"] >= rate
         assert row["batch_in_flight"] <= row["capacity_batch"] == 111
         if rate <= 5.0:
-            assert row["ttft_slot_wait_ms"] < 1e-6
+            assert row["ttft_slot_wait_ms"] == 0.0
     assert _json("--rate", "5", "--input-len", "4000")["load"]["batch_in_flight"] == 56
 
 
@@ -142,3 +142,11 @@ def test_in_flight_batch_is_the_least_that_littles_law_and_the_rate_allow():
     assert in_flight_batch(row_at, 10.0, 2, 8) == 8
     row_at, _ = _rows(lambda b: 0.05, lambda b: 1e9)
     assert in_flight_batch(row_at, 10.0, 2, 1) == 1  # one slot: nothing to search
+
+
+def test_negligible_waits_are_zero_in_json():
+    """At 1 req/s the M/D/c tail for a slot is 1e-137 ms: JSON says 0.0, not 3.1e-137."""
+    d = _json("--rate", "1", "--input-len", "4000")
+    assert d["ttft_breakdown"]["slot_wait_ms"] == 0.0
+    parts = d["ttft_breakdown"]
+    assert sum(parts.values()) == pytest.approx(d["ttft_ms"], rel=1e-9)

@@ -1,17 +1,20 @@
-"""`planner estimate`'s options: none accepted and then ignored, and TPOT with one output
-token (the audit of estimate's options)."""
+"""`planner estimate`'s options: none accepted and then ignored, TPOT with one output token,
+and how its text prints numbers (the audit of estimate's options and formatting)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
 
 from planner.cli import cli
-from planner.errors import InputError
+from planner.errors import InputError, plain
 from planner.planning.estimate import EstimateRequest, estimate_row
 from planner.planning.estimate_disagg import Pools, estimate_disaggregated
+from planner.render.tables import usd
+from planner.render.text import ms
 
 B8 = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm"]
 R1 = ["--model", "deepseek-r1", "--gpu", "h200", "--tp", "8", "--quant", "fp8"]
@@ -109,3 +112,55 @@ def test_one_output_token_has_no_tpot():
     assert "TPOT n/a (one output token" in _run(*B8, *DISAGG, "--output-len", "1").output
     two = json.loads(_run(*B8, "--output-len", "2", "--json").output)
     assert two["tpot_ms"] == pytest.approx(two["tpot_step_ms"])  # one sequence: the step
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.000001, "0.000001"), (5.5, "5.5"), (4.61104, "4.61"), (0.0000123456, "0.0000123"),
+     (1234.5, "1,234"), (439160.04, "439,160"), (0.5, "0.5"), (float("nan"), "n/a")],
+)  # fmt: skip
+def test_plain_numbers_never_use_exponents(value, text):
+    assert plain(value) == text
+
+
+def test_milliseconds_and_dollars_read_as_the_rest_of_the_project():
+    """ms: thousands separated, no decimal from 1,000 (human's rule: TTFT 439160.0 read
+    so), n/a when undefined; dollars: cents from $1, three significant digits below."""
+    assert (ms(439160.04), ms(15026.3), ms(127.88), ms(7.8688, 3)) == (
+        "439,160", "15,026", "127.9", "7.869"
+    )  # fmt: skip
+    assert ms(float("nan")) == "n/a"
+    assert (usd(747.2222), usd(0.0047), usd(0.00063301), usd(0.0156)) == (
+        "$747.22", "$0.00470", "$0.000633", "$0.0156"
+    )  # fmt: skip
+
+
+def test_estimate_text_prints_plain_loads_and_readable_ttfts():
+    """'Load: 1e-06 req/s' reads 0.000001; a 63-second TTFT reads 62,781 ms, no decimal (it
+    read 62607.7); 'no price' carries no $nan; a refused rate on one sequence in flight is
+    singular."""
+    tiny = _run(*B8, "--rate", "0.000001").output
+    assert "Load: 0.000001 req/s (open loop, Poisson)" in tiny and "e-0" not in tiny
+    assert "$747.22 per request" in tiny
+    full = _run(*B8, "--rate", "5.52", "--input-len", "4000").output
+    assert re.search(r"TTFT \d\d,\d\d\d ms at this load", full)  # 62,781
+    assert re.search(r"^for a free slot +\d\d,\d\d\d  ", full, re.MULTILINE)
+    assert re.search(r"^TTFT +\d\d,\d\d\d  at this load", full, re.MULTILINE)
+    gaudi = _run("--model", "llama-3.1-8b", "--gpu", "gaudi3", *DISAGG).output
+    assert "Cost: no price in the catalog for this GPU (pass --price)" in gaudi
+    assert "nan" not in gaudi
+    tiny_pools = _run(*B8, "--disaggregated", "--rate", "0.000001").output
+    assert "Load: 0.000001 req/s" in tiny_pools and "e-0" not in tiny_pools
+    assert "e+0" not in tiny_pools
+    one = _run(*B8, "--batch", "1", "--rate", "100")
+    assert one.exit_code == 2 and "(1 sequence in flight)" in one.output
+
+
+def test_disaggregated_cost_has_three_significant_digits():
+    """Two H100s at $2.69/h serving 2 req/s of 256 tokens: 5.38 / (3600 x 512) x 1000 =
+    $0.00292 per 1K output tokens, per_token_money's three digits (it printed $0.0029)."""
+    data = json.loads(_run(*B8, "--disaggregated", "--rate", "2", "--json").output)
+    assert data["gpus"] == 2
+    assert data["cost_per_1k_output_tokens_usd"] == pytest.approx(5.38 / (3600 * 512) * 1e3)
+    text = _run(*B8, "--disaggregated", "--rate", "2").output
+    assert "at the load served $0.00292 per 1K output tokens ($2.92 per 1M)" in text

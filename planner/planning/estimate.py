@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from planner.errors import InputError, shorten
+from planner.errors import InputError, plain, shorten
 from planner.inputs.catalog import Catalog
 from planner.perf import columns
 from planner.perf import queueing as q
@@ -457,9 +457,9 @@ def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> Row:
     capacity = float(full["requests_per_s"])
     if rate >= capacity:
         raise InputError(
-            f"--rate {rate:g} req/s: at or beyond this deployment's capacity of "
-            f"{capacity:.3g} req/s ({cap} sequences in flight); the queue would grow "
-            f"without bound. Lower the rate, or add replicas (planner solve)"
+            f"--rate {plain(rate)} req/s: at or beyond this deployment's capacity of "
+            f"{plain(capacity)} req/s ({cap} sequence{'s' * (cap != 1)} in flight); the queue "
+            "would grow without bound. Lower the rate, or add replicas (planner solve)"
         )
     b = in_flight_batch(lambda n: _row(req, catalog, n, "none"), rate, req.output_len, cap)
     row = full if b == cap else _row(req, catalog, b, "none")
@@ -500,6 +500,7 @@ def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms:
     model does not see: HTTP, tokenisation, scheduling; fitted per engine, and the constant
     that differs most between stacks), the other sequences' decode work in its fused
     passes, the wait behind other prefills and the wait for a free sequence slot."""
+    prefill_wait_ms, slot_wait_ms = negligible(prefill_wait_ms), negligible(slot_wait_ms)
     prefill, request = float(row["prefill_ms"]), float(row["eff_request_overhead_ms"])
     row["ttft_prefill_ms"] = prefill
     row["ttft_request_ms"] = request
@@ -508,6 +509,14 @@ def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms:
     row["ttft_prefill_wait_ms"] = prefill_wait_ms
     row["ttft_slot_wait_ms"] = slot_wait_ms
     row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + prefill_wait_ms + slot_wait_ms + fused_ms
+
+
+NEGLIGIBLE_WAIT_MS = 1e-6  # a nanosecond: a queue's tail below it is no wait (not 3.2e-147)
+
+
+def negligible(wait_ms: float) -> float:
+    """A wait in ms, 0 below a nanosecond: the M/D/c tail at a low load is 1e-147 ms."""
+    return 0.0 if wait_ms < NEGLIGIBLE_WAIT_MS else wait_ms
 
 
 FIRST_ROUND_FIELDS = ("num_prompts", "first_round_share", "ttft_first_round_ms",

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.errors import InputError
+from planner.errors import InputError, plain
 from planner.inputs.catalog import Catalog
 from planner.perf import columns
 from planner.perf import queueing as q
@@ -46,6 +46,7 @@ from planner.planning.estimate import (
     check_used,
     default_max_num_seqs,
     given_options,
+    negligible,
     one_row_grid,
 )
 
@@ -160,8 +161,9 @@ def _open_loop(
     rate = req.rate if req.rate is not None else req.utilisation * capacity
     if rate >= capacity:
         raise InputError(
-            f"--rate {rate:g} req/s: at or beyond the pools' capacity of {capacity:.3g} req/s "
-            f"(prefill {cap_p:.3g}, decode {cap_d:.3g}); add workers to the smaller pool"
+            f"--rate {plain(rate)} req/s: at or beyond the pools' capacity of "
+            f"{plain(capacity)} req/s (prefill {plain(cap_p)}, decode {plain(cap_d)}); add "
+            "workers to the smaller pool"
         )
     share = float(pre["prefill_share_ms"]) / 1e3
     step = float(dec["tpot_step_ms"]) / 1e3
@@ -239,6 +241,7 @@ def _combined(
     wait_p, slot = waits
     step = float(dec["tpot_step_ms"]) / 1e3
     b = int(dec["batch"])
+    wait_p, slot = negligible(wait_p * 1e3) / 1e3, negligible(slot * 1e3) / 1e3
     transfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"]))
     host = float(pre["eff_request_overhead_ms"])  # the engine's per-request latency (#10)
     ttft = float(pre["prefill_ms"]) + host + wait_p * 1e3 + transfer + step / 2.0 * 1e3

@@ -77,13 +77,13 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
         f"ridge {row['ridge_flop_per_byte']:.0f} FLOP/B)"
     )
     serve = (
-        f"Prefill {row['prefill_ms']:.1f} ms ({row['prefill_bound']}-bound); TTFT "
-        f"{row['ttft_ms']:.1f} ms at this load, {row['ttft_unloaded_ms']:.1f} ms idle\n"
+        f"Prefill {ms(row['prefill_ms'])} ms ({row['prefill_bound']}-bound); TTFT "
+        f"{ms(row['ttft_ms'])} ms at this load, {ms(row['ttft_unloaded_ms'])} ms idle\n"
         f"{_throughput_text(row)}"
     )
     rows = [(n, ms(v, 3), d) for n, v, d in terms]
     tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
-    ttft_rows = [(n, f"{float(v):.1f}", d) for n, v, d in _ttft_terms(row)]
+    ttft_rows = [(n, ms(v), d) for n, v, d in _ttft_terms(row)]
     ttft_tbl = table(
         [Col("TTFT term"), Col("ms", "r"), Col("detail", priority=1)], ttft_rows, layout
     )
@@ -206,7 +206,7 @@ def _load_text(row: Mapping[str, Any]) -> str:
     if kind == "concurrency":
         return f"concurrency {value:g} (closed loop)"
     if kind == "rate":
-        return f"{value:g} req/s (open loop, Poisson)"
+        return f"{plain(value)} req/s (open loop, Poisson)"
     return f"{100 * value:g}% of capacity (max_num_seqs kept full, as solve plans)"
 
 
