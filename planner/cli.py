@@ -547,7 +547,8 @@ def _speculation_options(f):
     type=float,
     default=0.8,
     show_default=True,
-    help="Load for the TTFT queueing estimate (fraction of capacity).",
+    help="Without --concurrency or --rate: the planned load, a fraction of capacity (as "
+    "solve plans).",
 )
 @click.option("--price", type=float, default=None, help="Override $/GPU-hour.")
 @click.option("--ideal", is_flag=True, help="Pure roofline floor: efficiency 1, no overheads.")
