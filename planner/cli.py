@@ -558,7 +558,8 @@ def _speculation_options(f):
     type=float,
     default=0.8,
     show_default=True,
-    help="Load for the TTFT queueing estimate (fraction of capacity).",
+    help="Without --concurrency or --rate: the planned load, a fraction of capacity (as "
+    "solve plans).",
 )
 @click.option("--price", type=float, default=None, help="Override $/GPU-hour.")
 @click.option("--ideal", is_flag=True, help="Pure roofline floor: efficiency 1, no overheads.")
@@ -626,11 +627,12 @@ def estimate(
     Example: planner estimate --model llama-3.3-70b --gpu h100-sxm --tp 2 --quant fp8
     --concurrency 25 --input-len 5000 --output-len 500 --engine trtllm
     """
-    from planner.planning.estimate import EstimateRequest
+    from planner.planning.estimate import EstimateRequest, check_used
     from planner.planning.estimate import estimate_row as run
     from planner.render.json import estimate_dict, to_json
     from planner.render.text import render_estimate
 
+    check_used(_given(ctx))
     req = EstimateRequest(
         model=model,
         gpu=gpu,
@@ -660,6 +662,13 @@ def estimate(
     row = run(req, _catalog(ctx))
     text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))
     _echo(text, nl=not as_json)
+
+
+def _given(ctx) -> dict:
+    """The options given on the command line (not left at their defaults), by name: an
+    option another one leaves unused is refused (`planning.estimate.check_used`)."""
+    default = click.core.ParameterSource.DEFAULT
+    return {k: v for k, v in ctx.params.items() if ctx.get_parameter_source(k) != default}
 
 
 def _estimate_disaggregated(ctx, req, shape: tuple, moe: tuple) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import reprlib
 from collections.abc import Iterable
 from typing import Any
@@ -68,6 +69,22 @@ def shorten(value: Any, limit: int = SHORT_VALUE) -> str:
     alias-expanded YAML list or a megabyte string would otherwise take minutes)."""
     text = _REPR.repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def plain(value: float, digits: int = 3) -> str:
+    """A number as people read it in a message, to `digits` significant digits in plain
+    decimals (a rate of 0.000001 req/s, not 1e-06), thousands separated and without a
+    decimal at or above 1,000 (as `render.tables.human`); n/a when not finite."""
+    if not math.isfinite(value):
+        return "n/a"
+    if abs(value) >= 999.5:
+        return f"{value:,.0f}"
+    text = f"{value:.{digits}g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    places = max(-int(exponent) + len(mantissa.replace("-", "").replace(".", "")) - 1, 0)
+    return f"{value:.{places}f}"
 
 
 def short_name(name: Any, limit: int = SHORT_VALUE) -> str:

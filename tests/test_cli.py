@@ -69,39 +69,70 @@ def test_estimate_json_has_the_promised_keys():
 
 
 def test_estimate_ideal_is_the_bandwidth_floor():
+    """Llama-3.1-70B fp8 on one H200 (its fp16 weights, 141.1 GB, do not fit the 141.0
+    usable): the blocks at 1 byte, the LM head at 2 (embeddings stay 16-bit), the input
+    embedding not read (a gather), over 4.8 TB/s; no overhead, no collectives."""
     res = invoke(
-        "estimate",
-        "--model",
-        "llama-3.1-70b",
-        "--gpu",
-        "h200",
-        "--tp",
-        "1",
-        "--quant",
-        "fp16",
-        "--batch",
-        "1",
-        "--input-len",
-        "1",
-        "--output-len",
-        "1",
-        "--ideal",
-        "--json",
-    )
+        "estimate", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "1", "--quant", "fp8",
+        "--batch", "1", "--input-len", "1", "--output-len", "1", "--ideal", "--json",
+    )  # fmt: skip
     data = json.loads(res.output)
-    # 70.55e9 params - 1.05e9 input embedding = 69.50e9 read at 2 bytes over 4.8 TB/s
+    vocab = 128256 * 8192  # the input embedding and the LM head, each
     assert data["breakdown"]["weights_ms"] == pytest.approx(
-        (70553706496 - 128256 * 8192) * 2 / 4.8e12 * 1e3
+        ((70553706496 - 2 * vocab) * 1 + vocab * 2) / 4.8e12 * 1e3  # 14.699 ms
     )
     assert data["breakdown"]["overhead_ms"] == 0 and data["breakdown"]["communication_ms"] == 0
 
 
 def test_estimate_that_does_not_fit_reports_the_shortfall():
-    res = invoke(
-        "estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "bf16", "--json"
+    """Llama-3.1-70B on 2 H100s at --batch 30 where memory holds 28: the total is what the
+    fit test counts (the workspace of a full prefill chunk, held before the KV pool is
+    sized, and every sequence's logits), so it is over the usable memory by exactly the
+    shortfall (it read '76.3 GB of 77.0 usable (DOES NOT FIT: short by 0.3 GB)')."""
+    args = ("estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2")
+    data = json.loads(invoke(*args, "--batch", "30", "--json").output)
+    assert data["fits"] is False and data["max_batch"] == 28
+    short = data["memory_per_gpu_gb"] - data["memory_usable_gb"]
+    assert data["memory_shortfall_gb"] == pytest.approx(short, rel=1e-6)
+    assert data["memory_shortfall_gb"] == pytest.approx(0.2616, abs=1e-4)
+    parts = ("weights_per_gpu_gb", "kv_cache_per_gpu_gb", "activations_per_gpu_gb",
+             "runtime_reserve_per_gpu_gb", "prefix_cache_per_gpu_gb")  # fmt: skip
+    assert sum(data[k] for k in parts) == pytest.approx(data["memory_per_gpu_gb"], rel=1e-6)
+    text = invoke(*args, "--batch", "30").output
+    assert "77.2 GB of 77.0 usable (DOES NOT FIT: short by 0.3 GB)" in text
+    fits = json.loads(invoke(*args, "--batch", "28", "--json").output)
+    assert fits["fits"] is True and fits["memory_per_gpu_gb"] <= fits["memory_usable_gb"]
+
+
+@pytest.mark.parametrize(
+    ("args", "weights"),
+    [
+        (["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "bf16"], "141.1 GB"),
+        (["--model", "llama-3.1-70b", "--gpu", "h200", "--quant", "fp16", "--ideal"], "141.1"),
+        (["--model", "llama-3.1-405b", "--gpu", "rtx-4090"], "weights 811.7 GB per GPU"),
+        (["--model", "llama-3.1-405b", "--gpu", "rtx-4090", "--rate", "1"], "811.7"),
+        (["--model", "llama-3.1-405b", "--gpu", "rtx-4090", "--concurrency", "4"], "811.7"),
+    ],
+)
+def test_estimate_of_a_model_that_does_not_fit_exits_2(args, weights):
+    """Not one sequence fits (largest batch 0): exit 2 naming the weights against the usable
+    memory and what to change, as --disaggregated does (it printed every figure, exit 0)."""
+    res = CliRunner().invoke(cli, ["estimate", *args], obj={})
+    assert res.exit_code == 2, res.output
+    assert "does not fit on 1 x" in res.output and weights in res.output
+    assert "try a larger --tp, a smaller --quant or a bigger --gpu" in res.output
+
+
+def test_disaggregated_pools_that_do_not_fit_say_by_how_much():
+    """A pool's worker that holds no sequence names its weights against the usable memory,
+    as the aggregated estimate does, and what to change."""
+    args = ["--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--disaggregated", "--rate", "1"]
+    res = CliRunner().invoke(cli, ["estimate", *args], obj={})
+    assert res.exit_code == 2, res.output
+    assert "does not fit a prefill worker of 1 GPU(s) at bf16: weights 811.7 GB per GPU " in (
+        res.output
     )
-    data = json.loads(res.output)
-    assert res.exit_code == 0 and data["fits"] is False and data["memory_shortfall_gb"] > 60
+    assert "against 77.0 GB usable" in res.output and "raise --prefill-tp" in res.output
 
 
 def test_estimate_text_output_names_the_bound():
@@ -342,6 +373,7 @@ def test_estimate_concurrency_is_a_closed_loop():
         "concurrency": 1,
         "batch_in_flight": 1,
         "max_num_seqs": 256,
+        "capacity_batch": 90,  # what memory holds: the capacity is at 90 in flight
         "num_prompts": None,  # the steady state: no benchmark's first round (--num-prompts)
         "first_round_share": 0.0,
     }
@@ -352,7 +384,7 @@ def test_estimate_concurrency_is_a_closed_loop():
     held = one["max_batch"]
     over = json.loads(invoke("estimate", *NIM, "--concurrency", str(held + 50), *NIM_SHAPE).output)
     assert over["load"]["batch_in_flight"] == held
-    rate = over["requests_per_s"]
+    rate = over["capacity_requests_per_s"]  # memory's batch is in flight: the capacity
     assert over["ttft_ms"] >= over["ttft_unloaded_ms"] + 50 / rate * 1e3
     capped = json.loads(
         invoke("estimate", *NIM, "--concurrency", "64", "--batch", "16", *NIM_SHAPE).output

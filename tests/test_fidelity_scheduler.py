@@ -90,7 +90,7 @@ def test_estimate_concurrency_adds_the_others_decode_rows_where_the_engine_mixes
         )  # fmt: skip
         row = closed_loop(req, catalog, 32)
         assert int(row["batch"]) == 32
-        rate = float(row["requests_per_s"])
+        rate = float(row["in_flight_capacity_requests_per_s"])  # R(32), not the rate served
         wait = float(q.wait_for_prefill(rate * 31 / 32, row["prefill_share_ms"] * 1e-3, "mean"))
         fused = 31 / 32 * float(row["t_decode_rows_ms"]) if mixes else 0.0
         want = float(row["ttft_unloaded_ms"]) + wait * 1e3 + fused

@@ -396,13 +396,15 @@ def test_vllm_pr_24343_eagle_speedup(catalog):
 
 def test_estimate_refuses_an_engine_on_hardware_it_does_not_run_on():
     """TensorRT-LLM on an MI300X, llama.cpp on a Gaudi: exit 2 naming the engine's families;
-    --ideal (the roofline, no engine) still answers."""
+    --ideal (the roofline, no engine) still answers, and refuses an --engine beside it."""
     res = _estimate("--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm")
     assert res.exit_code == 2 and "does not run on mi300x (AMD cdna3)" in res.output
     res = _estimate("--model", "llama-3.1-8b", "--gpu", "gaudi2", "--engine", "llamacpp")
     assert res.exit_code == 2 and "llama.cpp runs on the" in res.output
-    res = _estimate("--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm", "--ideal")
+    res = _estimate("--model", "llama-3.1-8b", "--gpu", "mi300x", "--ideal")
     assert res.exit_code == 0, res.output
+    res = _estimate("--model", "llama-3.1-8b", "--gpu", "mi300x", "--engine", "trtllm", "--ideal")
+    assert res.exit_code == 2 and "--engine trtllm: --ideal is the roofline" in res.output
 
 
 def test_estimate_text_names_its_load_as_the_disaggregated_text_does():

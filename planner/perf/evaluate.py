@@ -188,13 +188,18 @@ def kv_pool_bytes(
     return np.where(of_free, u * (m - weights - workspace - reserve), of_total)
 
 
-def _memory(model: Model, df: Frame, out: dict) -> None:
-    """Weights, activations and the KV pool per GPU; a paged KV cache holds what is in flight,
-    I + O/2 tokens per sequence on average, so the batch that fits is pool / that; an engine
-    that admits a sequence only with KV for its whole output (TensorRT-LLM's
+def memory_terms(model: Model, df: Frame) -> dict[str, np.ndarray]:
+    """Weights, activations and the KV pool per GPU, in bytes; a paged KV cache holds what is
+    in flight, I + O/2 tokens per sequence on average, so the batch that fits is pool / that;
+    an engine that admits a sequence only with KV for its whole output (TensorRT-LLM's
     GUARANTEED_NO_EVICT, `kv_reserve_output`, #10) holds I + O per sequence. Under DP
     attention each of the dp ranks holds its own ceil(B / dp) sequences' KV; a stage holds
-    1/pp of the layers (`sharding`)."""
+    1/pp of the layers (`sharding`).
+
+    `needed` is what the fit test weighs against `usable`: the KV pool is sized after a
+    full prefill chunk's workspace is held back, so it counts that workspace (not only this
+    prompt's activations, `total`) and every sequence's logits; the row fits exactly when
+    needed <= usable, short by needed - usable otherwise (`planning.estimate` shows it)."""
     tp, batch = _col(df, "tp"), _col(df, "batch")
     dp, pp = _col(df, "dp_attention"), _col(df, "pp")
     rank_batch = np.ceil(batch / dp)  # sequences on the busiest attention rank
@@ -218,27 +223,44 @@ def _memory(model: Model, df: Frame, out: dict) -> None:
     workspace = mem.bytes_activations_per_gpu(model, chunk + 0 * i_len, 0 * batch, tp, chunk)
     reserve = _col(df, "eff_runtime_reserve_gb") * GB
     pool = kv_pool_bytes(df, weights + draft_w, workspace, reserve) - prefix
-    per_seq = kv_seq + draft_seq + model.vocab_size * mem.LOGIT_BYTES / tp
+    logits = model.vocab_size * mem.LOGIT_BYTES / tp  # fp32, per sequence
+    per_seq = kv_seq + draft_seq + logits
     total = weights + draft_w + prefix + rank_batch * (kv_seq + draft_seq) + act + reserve
+    fixed = weights + draft_w + prefix + workspace + reserve
     # the engine's budget; where the weights leave no pool it is that budget (at most the
     # card), not the weights plus a clipped pool (a 405B model on a 24 GB card read
     # "410.8 GB usable")
-    usable = weights + draft_w + prefix + workspace + reserve + pool
-    usable = np.where(pool >= 0.0, usable, np.clip(usable, 0.0, _col(df, "memory_bytes")))
+    usable = np.where(
+        pool >= 0.0, fixed + pool, np.clip(fixed + pool, 0.0, _col(df, "memory_bytes"))
+    )
+    return {
+        "rank_batch": rank_batch, "weights": weights, "draft_weights": draft_w,
+        "prefix": prefix, "kv_seq": kv_seq, "draft_seq": draft_seq, "logits": logits,
+        "per_seq": per_seq, "activations": act, "workspace": workspace, "reserve": reserve,
+        "pool": pool, "total": total, "needed": fixed + rank_batch * per_seq, "usable": usable,
+        "kv_bytes": kv_b, "split": split,
+    }  # fmt: skip
+
+
+def _memory(model: Model, df: Frame, out: dict) -> None:
+    """The memory columns of `memory_terms`: per GPU, what fits and the largest batch."""
+    t = memory_terms(model, df)
+    rank_batch, per_seq, pool = t["rank_batch"], t["per_seq"], t["pool"]
     out.update(
-        weights_per_gpu_gb=weights / GB,
-        kv_cache_per_gpu_gb=rank_batch * kv_seq / GB,
-        activations_per_gpu_gb=act / GB,
-        memory_per_gpu_gb=total / GB,
-        memory_usable_gb=usable / GB,
+        weights_per_gpu_gb=t["weights"] / GB,
+        kv_cache_per_gpu_gb=rank_batch * t["kv_seq"] / GB,
+        activations_per_gpu_gb=t["activations"] / GB,
+        memory_per_gpu_gb=t["total"] / GB,
+        memory_usable_gb=t["usable"] / GB,
         fits=rank_batch * per_seq <= pool,
         memory_shortfall_gb=np.maximum(rank_batch * per_seq - pool, 0.0) / GB,
-        max_batch=mem.max_batch_that_fits(pool, per_seq) * dp.astype(np.int64),
-        draft_per_gpu_gb=(draft_w + rank_batch * draft_seq) / GB,
-        prefix_cache_per_gpu_gb=prefix / GB,
+        max_batch=mem.max_batch_that_fits(pool, per_seq)
+        * _col(df, "dp_attention").astype(np.int64),
+        draft_per_gpu_gb=(t["draft_weights"] + rank_batch * t["draft_seq"]) / GB,
+        prefix_cache_per_gpu_gb=t["prefix"] / GB,
     )
-    out["_kv_bytes"] = kv_b
-    out["_split"] = split
+    out["_kv_bytes"] = t["kv_bytes"]
+    out["_split"] = t["split"]
 
 
 def moe_layer_overhead_s(model: Model, df: Frame) -> np.ndarray:

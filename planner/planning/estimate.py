@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from planner.errors import InputError, shorten
+from planner.errors import InputError, plain, shorten
 from planner.inputs.catalog import Catalog
 from planner.perf import columns
 from planner.perf import queueing as q
@@ -20,7 +21,7 @@ from planner.perf.candidates import (
     build_table,
     default_kv_dtype,
 )
-from planner.perf.evaluate import evaluate_table
+from planner.perf.evaluate import GB, evaluate_table, memory_terms
 from planner.perf.table import Table, values
 from planner.perf.wave import first_round_ms
 from planner.schema import limits
@@ -135,6 +136,83 @@ def _check_load(req: EstimateRequest) -> None:
         )
 
 
+_POOL_OPTIONS = ("prefill_tp", "prefill_workers", "prefill_ep", "prefill_dp_attention",
+                 "decode_tp", "decode_workers", "decode_ep", "decode_dp_attention")  # fmt: skip
+_SPEC_OPTIONS = ("spec_tokens", "spec_acceptance", "draft_model")
+_CLI_NAMES = {"utilisation": "utilization", "price_usd_per_gpu_hour": "price"}
+
+
+def given_options(req: EstimateRequest, extra: Mapping[str, Any] | None = None) -> dict:
+    """The request's options that differ from their defaults, by command-line name, with
+    `extra` (a library call's --disaggregated pools), for `check_used`."""
+    given = {
+        _CLI_NAMES.get(f.name, f.name): getattr(req, f.name)
+        for f in fields(req)
+        if getattr(req, f.name) != f.default
+    }
+    return given | dict(extra or {})
+
+
+# what the pools do anyway (--speculative off, --pp 1 under --disaggregated leave nothing
+# unused), and what they do not model
+_POOLS_DO = {"speculative": "off", "prefix_cached_tokens": 0, "pp": 1, "ep": 1, "dp_attention": 1}
+_NOT_POOLED = {
+    **dict.fromkeys(("speculative", *_SPEC_OPTIONS), "speculative decoding"),
+    "prefix_cached_tokens": "the prefix cache",
+    "pp": "pipeline parallelism",
+}
+
+
+def _unused_by_pools(name: str, given: Mapping[str, Any]) -> str | None:
+    """Why `--disaggregated` leaves option `name` unused (and what to do), or None."""
+    if given[name] == _POOLS_DO.get(name, ...):
+        return None
+    if name in _NOT_POOLED:
+        return (
+            f"{_NOT_POOLED[name]} is not modelled for --disaggregated pools; leave it out, "
+            "or drop --disaggregated"
+        )
+    if name in ("ep", "dp_attention"):
+        role = name.replace("_", "-")
+        return f"each --disaggregated pool takes its own: give --prefill-{role} and --decode-{role}"
+    if name == "tp" and {"prefill_tp", "decode_tp"} <= set(given):
+        return (
+            "--prefill-tp and --decode-tp set both pools' tp (--tp is their default); leave it out"
+        )
+    return None
+
+
+def _unused_why(name: str, given: Mapping[str, Any]) -> str | None:
+    """Why the other options given leave option `name` unused (and what to do), or None
+    if it is used."""
+    if given.get("disaggregated"):
+        why = _unused_by_pools(name, given)
+        if why:
+            return why
+    elif name in _POOL_OPTIONS:
+        return "an option of the --disaggregated pools; add --disaggregated, or leave it out"
+    if name in _SPEC_OPTIONS and given.get("speculative", "off") == "off":
+        return "a setting of speculative decoding; add --speculative mtp or draft, or leave it out"
+    if name == "draft_model" and given.get("speculative") == "mtp":
+        return "the drafter of --speculative draft; mtp drafts with a head of the model itself"
+    if name == "engine" and given.get("ideal"):
+        return "--ideal is the roofline of no engine (efficiency 1, no overheads); give one of them"
+    if name == "utilization" and {"concurrency", "rate"} & set(given):
+        return "the planning load when neither --concurrency nor --rate is given; leave it out"
+    return None
+
+
+def check_used(given: Mapping[str, Any]) -> None:
+    """Exit 2 on an option that the others given leave unused (`--speculative` under
+    `--disaggregated`, `--spec-tokens` without `--speculative`, `--decode-workers` without
+    `--disaggregated` were accepted and changed nothing), naming it, its value and why."""
+    for name, value in given.items():
+        why = _unused_why(name, given)
+        if why:
+            shown = "" if isinstance(value, bool) else f" {value}"
+            raise InputError(f"--{name.replace('_', '-')}{shown}: {why}")
+
+
 def _price(gpu: Gpu, override: float | None) -> Price | None:
     if override is not None:
         return Price(override, "command line", "--price", "given", assumption=True)
@@ -211,8 +289,50 @@ def _check_prefix(req: EstimateRequest) -> None:
 
 
 def _row(req: EstimateRequest, catalog: Catalog, batch: int, statistic: str) -> Row:
+    """The request evaluated at `batch` sequences, its memory as the fit test counts it."""
     model, grid = _grid(req, catalog, batch)
-    return columns.shortest_floats(evaluate_table(model, grid, req.utilisation, statistic).row(0))
+    row = columns.shortest_floats(evaluate_table(model, grid, req.utilisation, statistic).row(0))
+    row.update(memory_fit(model, grid))
+    return row
+
+
+def memory_fit(model: Model, grid: Table) -> Row:
+    """One accounting of a one-row grid's memory per GPU, in GB: the total is what the fit
+    test weighs against the usable memory (`perf.evaluate.memory_terms`: a full prefill
+    chunk's workspace held back before the KV pool is sized, and each sequence's logits),
+    so it is above the usable memory exactly when the row does not fit, short by the
+    difference. The grid's own total counted only this prompt's activations and read
+    '76.3 GB of 77.0 usable (DOES NOT FIT: short by 0.3 GB)'."""
+    t = {k: float(v[0]) for k, v in memory_terms(model, grid).items()}
+    needed, usable = t["needed"], t["usable"]
+    return {
+        "memory_per_gpu_gb": needed / GB,
+        "memory_usable_gb": usable / GB,
+        "fits": needed <= usable,
+        "memory_shortfall_gb": max(needed - usable, 0.0) / GB,
+        # the parts of the total: weights, KV cache, drafter and shared prefix are the
+        # grid's columns; these are the rest
+        "activations_per_gpu_gb": (t["workspace"] + t["rank_batch"] * t["logits"]) / GB,
+        "runtime_reserve_per_gpu_gb": t["reserve"] / GB,
+    }
+
+
+def refuse_unfit(req: EstimateRequest, row: Row) -> None:
+    """Exit 2 when not one sequence fits (the largest batch is 0): the model's weights, or
+    with them one request's KV cache, exceed the usable memory of a GPU."""
+    if int(row["max_batch"]) >= 1:
+        return
+    weights, usable = float(row["weights_per_gpu_gb"]), float(row["memory_usable_gb"])
+    what = (
+        f"weights {weights:.1f} GB per GPU against {usable:.1f} GB usable"
+        if weights >= usable
+        else f"weights {weights:.1f} GB per GPU leave no room in {usable:.1f} GB usable for "
+        f"one sequence of {req.input_len} + {req.output_len} tokens"
+    )
+    raise InputError(
+        f"{req.model} does not fit on {int(row['gpus_per_replica'])} x {req.gpu} at "
+        f"{req.quant}: {what}; try a larger --tp, a smaller --quant or a bigger --gpu"
+    )
 
 
 def _max_num_seqs(req: EstimateRequest, catalog: Catalog) -> int:
@@ -231,6 +351,7 @@ def _in_flight_cap(req: EstimateRequest, catalog: Catalog) -> tuple[int, int]:
     """(max_num_seqs, the most sequences memory holds at this shape)."""
     seqs = _max_num_seqs(req, catalog)
     probe = _row(req, catalog, 1, "none")
+    refuse_unfit(req, probe)
     return seqs, int(probe["max_batch"])
 
 
@@ -241,7 +362,8 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> Row
     prefill on the replica + the other b - 1 sequences' decode work in its fused passes
     (`_fused_rows_ms`) + the prefills of the other b - 1 ahead of it (M/D/1) + the
     wait of requests beyond b for a free sequence slot, (C - b) / R. TPOT is at batch b;
-    throughput is min(R, C / (TTFT + (O - 1) TPOT)) O (clients wait out their TTFT)."""
+    the rate served is min(R, C / (TTFT + (O - 1) TPOT)) (clients wait out their TTFT),
+    and the cost is at that rate."""
     seqs, held = _in_flight_cap(req, catalog)
     b = max(min(concurrency, seqs, held), 1)
     row = _row(req, catalog, b, "none")
@@ -255,10 +377,30 @@ def closed_loop(req: EstimateRequest, catalog: Catalog, concurrency: int) -> Row
     _first_round(req, catalog, row, b, slot * 1e3)
     # Little's law over the clients: each is idle for its request's per-request latency
     life_s = (float(row["ttft_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])) * 1e-3
-    rate = min(rate, concurrency / life_s)
-    row["throughput_tok_s"] = rate * req.output_len
-    row["capacity_requests_per_s"] = rate
+    served = min(rate, concurrency / life_s)
+    cap = max(min(seqs, held), 1)
+    capacity = rate if cap == b else float(_row(req, catalog, cap, "none")["requests_per_s"])
+    _at_load(row, req.output_len, served, (rate, capacity, cap))
     return _with_load(row, "concurrency", concurrency, b, seqs)
+
+
+def _at_load(row: Row, output_len: int, served: float, caps: tuple[float, float, int]) -> None:
+    """Set on `row` the rate it serves and its cost at that rate, beside the replica's
+    capacity: `caps` is (R at the batch in flight, R at the most it holds, that batch).
+
+    The evaluated row's cost is solve's, at the planned share of capacity
+    (`perf.evaluate._serving`); an estimate at a given load costs what that load is
+    served at: $/request = $/h / (3600 x req/s served), $/1K output tokens that / O x 1000."""
+    at_batch, capacity, cap_batch = caps
+    row["requests_per_s"] = served
+    row["throughput_tok_s"] = served * output_len
+    row["in_flight_capacity_requests_per_s"] = at_batch
+    row["capacity_requests_per_s"] = capacity
+    row["capacity_tok_s"] = capacity * output_len
+    row["capacity_batch"] = cap_batch
+    cost_h = float(row["cost_per_hour_usd"])
+    row["cost_per_request_usd"] = cost_h / (3600.0 * served)
+    row["cost_per_1k_output_tokens_usd"] = row["cost_per_request_usd"] / output_len * 1e3
 
 
 def _first_round(req: EstimateRequest, catalog: Catalog, row: Row, b: int, slot_ms: float) -> None:
@@ -302,35 +444,54 @@ def _fused_rows_ms(req: EstimateRequest, catalog: Catalog, row: Row, b: int) -> 
 
 
 def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> Row:
-    """Poisson arrivals at `rate` requests/s: the batch in flight n solves Little's law
-    n = rate x (TTFT + (O - 1) TPOT(n)) (a few fixed-point steps), capped by max_num_seqs
-    and memory at c; TTFT adds the M/D/c wait for one of the c slots and the M/D/1 wait
-    behind other prefills, at that rate. A rate beyond the capacity at c is refused."""
+    """Poisson arrivals at `rate` requests/s: the batch in flight b is the least that
+    Little's law allows, b >= rate x (TTFT + (O - 1) TPOT(b)), and that serves the rate,
+    R(b) >= rate (`in_flight_batch`), capped by max_num_seqs and memory at c; TTFT adds the
+    M/D/c wait for one of the c slots, each held b / R(b) (busy about b / c of the time:
+    no wait to speak of until the slots fill), and the M/D/1 wait behind other prefills,
+    at that rate. A rate beyond the capacity at c is refused; the cost is at the rate
+    served."""
     seqs, held = _in_flight_cap(req, catalog)
     cap = max(min(seqs, held), 1)
     full = _row(req, catalog, cap, "none")
     capacity = float(full["requests_per_s"])
     if rate >= capacity:
         raise InputError(
-            f"--rate {rate:g} req/s: at or beyond this deployment's capacity of "
-            f"{capacity:.3g} req/s ({cap} sequences in flight); the queue would grow "
-            f"without bound. Lower the rate, or add replicas (planner solve)"
+            f"--rate {plain(rate)} req/s: at or beyond this deployment's capacity of "
+            f"{plain(capacity)} req/s ({cap} sequence{'s' * (cap != 1)} in flight); the queue "
+            "would grow without bound. Lower the rate, or add replicas (planner solve)"
         )
-    n = 1.0
-    for _ in range(8):
-        row = _row(req, catalog, int(min(max(math.ceil(n), 1), cap)), "none")
-        life = float(row["ttft_unloaded_ms"]) + (req.output_len - 1) * float(row["tpot_ms"])
-        n = rate * life * 1e-3
-    b = int(min(max(math.ceil(n), 1), cap))
-    row = _row(req, catalog, b, "none")
-    slot_time = req.output_len * float(full["tpot_ms"]) * 1e-3
+    b = in_flight_batch(lambda n: _row(req, catalog, n, "none"), rate, req.output_len, cap)
+    row = full if b == cap else _row(req, catalog, b, "none")
+    # a request holds its slot b / R(b) (Little's law over the b slots at their rate R(b)),
+    # so the c slots are busy rate x that / c of the time: b / c and below, as R(b) >= rate
+    held_s = b / float(row["requests_per_s"])
+    busy = rate * held_s / cap
     share = float(row["prefill_share_ms"]) * 1e-3
-    slot = float(np.asarray(q.wait_for_slot(cap, rate / capacity, slot_time, req.statistic)))
+    slot = float(np.asarray(q.wait_for_slot(cap, busy, held_s, req.statistic)))
     queue = float(q.wait_for_prefill(rate, share, req.statistic))
     _ttft_terms(row, queue * 1e3, slot * 1e3, 0.0)
-    row["throughput_tok_s"] = rate * req.output_len
-    row["capacity_requests_per_s"] = rate
+    _at_load(row, req.output_len, rate, (float(row["requests_per_s"]), capacity, cap))
     return _with_load(row, "rate", rate, b, seqs)
+
+
+def in_flight_batch(row_at: Callable[[int], Row], rate: float, output_len: int, cap: int) -> int:
+    """The least batch b in [1, cap] an open loop at `rate` keeps in flight: Little's law,
+    b >= rate x (TTFT idle + (O - 1) TPOT(b)), with the rate served, R(b) >= rate; cap when
+    none below it does (the slots are full). Bisection on the integers: at most
+    ceil(log2 cap) rows, where fixed-point steps stopped short near capacity (66 in flight
+    where 109 were)."""
+
+    def enough(b: int) -> bool:
+        row = row_at(b)
+        life_s = (float(row["ttft_unloaded_ms"]) + (output_len - 1) * float(row["tpot_ms"])) / 1e3
+        return b >= rate * life_s and float(row["requests_per_s"]) >= rate
+
+    lo, hi = 0, cap  # enough(hi) or hi == cap; not enough(lo) (no batch of 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid, hi)
+    return hi
 
 
 def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms: float) -> None:
@@ -339,6 +500,7 @@ def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms:
     model does not see: HTTP, tokenisation, scheduling; fitted per engine, and the constant
     that differs most between stacks), the other sequences' decode work in its fused
     passes, the wait behind other prefills and the wait for a free sequence slot."""
+    prefill_wait_ms, slot_wait_ms = negligible(prefill_wait_ms), negligible(slot_wait_ms)
     prefill, request = float(row["prefill_ms"]), float(row["eff_request_overhead_ms"])
     row["ttft_prefill_ms"] = prefill
     row["ttft_request_ms"] = request
@@ -347,6 +509,14 @@ def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms:
     row["ttft_prefill_wait_ms"] = prefill_wait_ms
     row["ttft_slot_wait_ms"] = slot_wait_ms
     row["ttft_ms"] = float(row["ttft_unloaded_ms"]) + prefill_wait_ms + slot_wait_ms + fused_ms
+
+
+NEGLIGIBLE_WAIT_MS = 1e-6  # a nanosecond: a queue's tail below it is no wait (not 3.2e-147)
+
+
+def negligible(wait_ms: float) -> float:
+    """A wait in ms, 0 below a nanosecond: the M/D/c tail at a low load is 1e-147 ms."""
+    return 0.0 if wait_ms < NEGLIGIBLE_WAIT_MS else wait_ms
 
 
 FIRST_ROUND_FIELDS = ("num_prompts", "first_round_share", "ttft_first_round_ms",
@@ -364,6 +534,22 @@ def _with_load(row: Row, kind: str, value: float, in_flight: int, seqs: int) -> 
     return row
 
 
+def planned_load(req: EstimateRequest, catalog: Catalog) -> Row:
+    """`batch` (max_num_seqs) sequences kept full at the `utilisation` share of their
+    capacity, as `solve` plans a replica: the evaluated row's own queueing and cost, the
+    rate served that share of the capacity R(batch)."""
+    batch = _max_num_seqs(req, catalog)
+    row = _row(req, catalog, batch, req.statistic)
+    refuse_unfit(req, row)
+    slot_time = req.output_len * float(row["tpot_ms"]) * 1e-3
+    slot = float(np.asarray(q.wait_for_slot(batch, req.utilisation, slot_time, req.statistic)))
+    queue = float(row["ttft_ms"]) - float(row["ttft_unloaded_ms"]) - slot * 1e3
+    _ttft_terms(row, queue, slot * 1e3, 0.0)
+    capacity = float(row["requests_per_s"])
+    _at_load(row, req.output_len, req.utilisation * capacity, (capacity, capacity, batch))
+    return _with_load(row, "utilization", req.utilisation, batch, batch)
+
+
 def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
     """Every metric of one (model, gpu, tp, quant, kv, shape) at one load (`estimate_row`)
     as a pandas Series, for library users."""
@@ -375,10 +561,17 @@ def estimate(req: EstimateRequest, catalog: Catalog) -> pd.Series:
 def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     """Every metric of one (model, gpu, tp, quant, kv, shape) at one load: a closed loop of
     `concurrency` clients, an open loop at `rate`, or (neither) `batch` sequences at the
-    planned utilisation, as `solve` plans. A dict by column name (no pandas: issue 16)."""
+    planned utilisation, as `solve` plans. A dict by column name (no pandas: issue 16).
+
+    A few names are the estimate's own, not the grid's column of that name: at every
+    load, `requests_per_s` and `throughput_tok_s` are what the replica serves and the cost
+    per request and per 1K output tokens are at that rate, `capacity_requests_per_s` and
+    `capacity_tok_s` the most it serves (`capacity_batch` in flight); the memory figures
+    are the fit test's (`memory_fit`). `tpot_ms` is NaN with one output token."""
     _check_ranges(req)
     _check_load(req)
     _check_prefix(req)
+    check_used(given_options(req))
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     if req.concurrency is not None:
@@ -386,16 +579,14 @@ def estimate_row(req: EstimateRequest, catalog: Catalog) -> Row:
     elif req.rate is not None:
         row = open_loop(req, catalog, req.rate)
     else:
-        batch = _max_num_seqs(req, catalog)
-        row = _row(req, catalog, batch, req.statistic)
-        slot_time = req.output_len * float(row["tpot_ms"]) * 1e-3
-        slot = float(np.asarray(q.wait_for_slot(batch, req.utilisation, slot_time, req.statistic)))
-        queue = float(row["ttft_ms"]) - float(row["ttft_unloaded_ms"]) - slot * 1e3
-        _ttft_terms(row, queue, slot * 1e3, 0.0)
-        row = _with_load(row, "utilization", req.utilisation, batch, batch)
+        row = planned_load(req, catalog)
     row["model"] = model.id
     row["engine"] = "ideal" if req.ideal else catalog.engine(req.engine).id
     row["gpus"] = int(row["gpus_per_replica"])
+    if req.output_len < 2:  # TPOT is the time between tokens: none with one output token
+        row["tpot_ms"] = math.nan
+        if row["num_prompts"]:  # the first round's share of a TPOT that is not there
+            row["tpot_first_round_ms"] = math.nan
     return row
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.errors import InputError
+from planner.errors import InputError, plain
 from planner.inputs.catalog import Catalog
 from planner.perf import columns
 from planner.perf import queueing as q
@@ -43,7 +43,10 @@ from planner.planning.estimate import (
     Row,
     _check_ranges,
     check_context,
+    check_used,
     default_max_num_seqs,
+    given_options,
+    negligible,
     one_row_grid,
 )
 
@@ -112,6 +115,7 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     """TTFT, TPOT, capacity and cost of the two pools at the request's load."""
     _check_ranges(req)
     _check_pools(pools)
+    check_used(given_options(req, {"disaggregated": True}))
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     max_num_seqs = req.batch or default_max_num_seqs(req, catalog)
@@ -128,8 +132,12 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
         if not bool(row["fits"]):
             raise InputError(
                 f"out of memory: {req.model} on {req.gpu} does not fit a {role} worker of "
-                f"{int(row['gpus_per_replica'])} GPU(s); raise --{role}-tp (or, for an MoE "
-                f"model, --{role}-ep with --{role}-dp-attention)"
+                f"{int(row['gpus_per_replica'])} GPU(s) at {req.quant}: weights "
+                f"{float(row['weights_per_gpu_gb']):.1f} GB per GPU against "
+                f"{float(row['memory_usable_gb']):.1f} GB usable (short by "
+                f"{float(row['memory_shortfall_gb']):.1f} GB with one sequence); raise "
+                f"--{role}-tp (or, for an MoE model, --{role}-ep with --{role}-dp-attention), "
+                "try a smaller --quant or a bigger --gpu"
             )
     cap_p = pools.prefill_workers * float(pre["requests_per_s"])
     cap_d = pools.decode_workers * float(dec["requests_per_s"])
@@ -153,8 +161,9 @@ def _open_loop(
     rate = req.rate if req.rate is not None else req.utilisation * capacity
     if rate >= capacity:
         raise InputError(
-            f"--rate {rate:g} req/s: at or beyond the pools' capacity of {capacity:.3g} req/s "
-            f"(prefill {cap_p:.3g}, decode {cap_d:.3g}); add workers to the smaller pool"
+            f"--rate {plain(rate)} req/s: at or beyond the pools' capacity of "
+            f"{plain(capacity)} req/s (prefill {plain(cap_p)}, decode {plain(cap_d)}); add "
+            "workers to the smaller pool"
         )
     share = float(pre["prefill_share_ms"]) / 1e3
     step = float(dec["tpot_step_ms"]) / 1e3
@@ -232,6 +241,7 @@ def _combined(
     wait_p, slot = waits
     step = float(dec["tpot_step_ms"]) / 1e3
     b = int(dec["batch"])
+    wait_p, slot = negligible(wait_p * 1e3) / 1e3, negligible(slot * 1e3) / 1e3
     transfer = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"]))
     host = float(pre["eff_request_overhead_ms"])  # the engine's per-request latency (#10)
     ttft = float(pre["prefill_ms"]) + host + wait_p * 1e3 + transfer + step / 2.0 * 1e3
@@ -261,7 +271,8 @@ def _combined(
         "kv_link": str(pre["kv_link"]),
         "decode_slot_wait_ms": slot * 1e3,
         "ttft_ms": ttft,
-        "tpot_ms": step * 1e3,
+        # the time between tokens: none with one output token
+        "tpot_ms": step * 1e3 if req.output_len > 1 else math.nan,
         "prefill_capacity_requests_per_s": cap_p,
         "decode_capacity_requests_per_s": cap_d,
         "binding_pool": "prefill" if cap_p <= cap_d else "decode",

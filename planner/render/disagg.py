@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from planner.render.tables import Layout, wrap
+import math
+
+from planner.errors import plain
+from planner.render.tables import Layout, money, usd, wrap
 
 
 def _worker(d: dict, role: str) -> str:
@@ -24,7 +27,7 @@ def _load(d: dict) -> str:
         return f"Load: concurrency {load['concurrency']} (closed loop); {per}"
     timed = f"about {per} (TPOT timed at the full batch, {load.get('decode_batch_timed')})"
     if kind == "rate":
-        return f"Load: {load['rate']:g} req/s (open loop, Poisson); {timed}"
+        return f"Load: {plain(load['rate'])} req/s (open loop, Poisson); {timed}"
     return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {timed}"
 
 
@@ -45,11 +48,28 @@ def _join(d: dict) -> float:
     return d["ttft_ms"] - sum(d[k] for k in known)
 
 
+def _tpot(d: dict) -> str:
+    """The decode pool's TPOT; none with one output token (no time between tokens)."""
+    if not math.isfinite(d["tpot_ms"]):
+        return "TPOT n/a (one output token: no time between tokens)"
+    return f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)"
+
+
+def _cost(d: dict) -> str:
+    """The pools' cost per hour and per 1K output tokens at the load served; no figures
+    without a price (it read 'no price, $nan per 1K output tokens')."""
+    if not math.isfinite(d["cost_per_hour_usd"]):
+        return "Cost: no price in the catalog for this GPU (pass --price)"
+    per_1k = d["cost_per_1k_output_tokens_usd"]
+    return (
+        f"Cost: {money(d['cost_per_hour_usd'])}/h; at the load served {usd(per_1k)} per 1K "
+        f"output tokens ({money(per_1k * 1e3)} per 1M)"
+    )
+
+
 def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
     """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost; each line
     wrapped to the layout's width (100 columns unless --wide)."""
-    cost = d["cost_per_hour_usd"]
-    money = f"${cost:,.2f}/h" if cost == cost else "no price"
     text = "\n".join(
         [
             f"{d['model']} on {d['gpu']} {d['quant']} (KV {d['kv_dtype']}), disaggregated: "
@@ -62,11 +82,12 @@ def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
             f"+ wait for prefill {d['prefill_wait_ms']:,.0f} + KV transfer "
             f"{d['kv_transfer_ms']:,.1f} over {d.get('kv_link', 'scale-out')} + join decode and "
             f"slot wait {_join(d):,.1f}",
-            f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)",
-            f"Capacity: prefill pool {d['prefill_capacity_requests_per_s']:.3g} req/s, decode "
-            f"pool {d['decode_capacity_requests_per_s']:.3g} req/s ({d['binding_pool']} binds); "
-            f"at {d['requests_per_s']:.3g} req/s, {d['output_tok_s']:,.0f} output tok/s",
-            f"Cost: {money}, ${d['cost_per_1k_output_tokens_usd']:.4f} per 1K output tokens",
+            _tpot(d),
+            f"Capacity: prefill pool {plain(d['prefill_capacity_requests_per_s'])} req/s, "
+            f"decode pool {plain(d['decode_capacity_requests_per_s'])} req/s "
+            f"({d['binding_pool']} binds); at {plain(d['requests_per_s'])} req/s served, "
+            f"{plain(d['output_tok_s'])} output tok/s",
+            _cost(d),
         ]
     )
     return wrap(text, layout, indent="  ")

@@ -60,6 +60,7 @@ ESTIMATE_KEYS = [
     "max_batch",
     "weights_per_gpu_gb",
     "kv_cache_per_gpu_gb",
+    "activations_per_gpu_gb",
     "tpot_ms",
     "tpot_step_ms",
     "t_alltoall_ms",
@@ -68,17 +69,25 @@ ESTIMATE_KEYS = [
     "ttft_ms",
     "ttft_unloaded_ms",
     "prefill_ms",
-    "throughput_tok_s",
-    "requests_per_s",
     "cost_per_hour_usd",
-    "cost_per_1k_output_tokens_usd",
-    "cost_per_request_usd",
     "bound",
     "prefill_bound",
     "intensity_flop_per_byte",
     "ridge_flop_per_byte",
     "price_usd_per_gpu_hour",
     "price_provider",
+]
+# the estimate's own figures, not the grid's columns of the same name (planning.estimate
+# `_at_load`, `memory_fit`): what the replica serves at the load, what the cost is at,
+# beside its capacity (the most it serves, load.capacity_batch in flight)
+ESTIMATE_OWN_KEYS = [
+    "requests_per_s",
+    "throughput_tok_s",
+    "capacity_requests_per_s",
+    "capacity_tok_s",
+    "cost_per_request_usd",
+    "cost_per_1k_output_tokens_usd",
+    "runtime_reserve_per_gpu_gb",
 ]
 BREAKDOWN_KEYS = {
     "weights_ms": "t_weights_ms",
@@ -107,7 +116,7 @@ TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
 def estimate_dict(row: Mapping[str, Any]) -> dict:
     """The estimate as one JSON object with a `breakdown` of the TPOT terms and a
     `ttft_breakdown` of the TTFT's, in ms."""
-    out = {k: row[k] for k in ESTIMATE_KEYS}
+    out = {k: row[k] for k in (*ESTIMATE_KEYS, *ESTIMATE_OWN_KEYS)}
     out["fits"] = bool(row["fits"])
     out["gpus"] = int(row["gpus"])
     kind = row["load_kind"]
@@ -116,6 +125,7 @@ def estimate_dict(row: Mapping[str, Any]) -> dict:
         kind: row["load_value"],
         "batch_in_flight": int(row["batch_in_flight"]),
         "max_num_seqs": int(row["max_num_seqs"]),
+        "capacity_batch": int(row["capacity_batch"]),
     }
     if kind == "concurrency":  # a benchmark's prompts (--num-prompts), null: the steady state
         out["load"]["num_prompts"] = int(row["num_prompts"]) or None

@@ -102,6 +102,12 @@ def per_token_money(v: float) -> str:
     return f"${v:.{places}f}"
 
 
+def usd(value: float) -> str:
+    """Dollars per request or per 1K tokens: cents and thousands from $1 (`money`: $747.22,
+    not $747.2222), the digits a small figure needs below it (`per_token_money`)."""
+    return money(value) if abs(value) >= 1 else per_token_money(value)
+
+
 def _rich_table(cols: Sequence[Col], rows: Sequence[Sequence[str]], wide: bool) -> Table:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for c in cols:

@@ -10,9 +10,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from planner.errors import plain
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
-from planner.render.tables import Col, Layout, human, money, per_token_money, table, wrap
+from planner.render.tables import Col, Layout, human, money, per_token_money, table, usd, wrap
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
 from planner.units import HOURS_PER_MONTH
 
@@ -55,13 +56,7 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
         f"{row['max_num_seqs']}); {row['gpus']} "
         f"GPU{'' if row['gpus'] == 1 else 's'}"
     )
-    fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {row['memory_shortfall_gb']:.1f} GB"
-    mem = (
-        f"Memory per GPU: {row['memory_per_gpu_gb']:.1f} GB of {row['memory_usable_gb']:.1f}"
-        f" usable ({fit}); weights {row['weights_per_gpu_gb']:.1f} GB, KV cache "
-        f"{row['kv_cache_per_gpu_gb']:.1f} GB, activations {row['activations_per_gpu_gb']:.2f}"
-        f" GB; largest batch that fits: {row['max_batch']}"
-    )
+    mem = _memory_text(row)
     terms = [
         ("read weights", row["t_weights_ms"], f"{row['bytes_weights_per_step_gb']:.2f} GB/GPU"),
         ("read KV cache", row["t_kv_ms"], f"{row['bytes_kv_per_step_gb']:.2f} GB/GPU"),
@@ -75,37 +70,102 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
             "(B-1) x prefill share / (O-1)",
         ),
         *_first_round_term(row, "tpot_first_round_ms", "decodes through the wave's prefills"),
-        ("TPOT", row["tpot_ms"], "what a user sees"),
+        ("TPOT", row["tpot_ms"], _tpot_detail(row)),
     ]
     bound = (
         f"Bound: {row['bound']} (intensity {row['intensity_flop_per_byte']:.1f} FLOP/B vs "
         f"ridge {row['ridge_flop_per_byte']:.0f} FLOP/B)"
     )
     serve = (
-        f"Prefill {row['prefill_ms']:.1f} ms ({row['prefill_bound']}-bound); TTFT "
-        f"{row['ttft_ms']:.1f} ms at this load, {row['ttft_unloaded_ms']:.1f} ms idle\n"
-        f"Throughput {row['throughput_tok_s']:,.0f} output tok/s, "
-        f"{row['requests_per_s']:.2f} req/s per replica"
+        f"Prefill {ms(row['prefill_ms'])} ms ({row['prefill_bound']}-bound); TTFT "
+        f"{ms(row['ttft_ms'])} ms at this load, {ms(row['ttft_unloaded_ms'])} ms idle\n"
+        f"{_throughput_text(row)}"
     )
-    price = row["price_usd_per_gpu_hour"]
-    cost = (
-        "Cost: no price in the catalog for this GPU (pass --price)"
-        if not math.isfinite(price)
-        else f"Cost {money(row['cost_per_hour_usd'])}/h ({row['gpus_per_replica']} x "
-        f"{money(price)} "
-        f"{row['price_provider']}), {per_token_money(row['cost_per_1k_output_tokens_usd'])} "
-        f"per 1K output tokens ({money(row['cost_per_1k_output_tokens_usd'] * 1e3)} per 1M), "
-        f"{per_token_money(row['cost_per_request_usd'])} per request"
-    )
-    rows = [(n, f"{float(v):.3f}", d) for n, v, d in terms]
+    rows = [(n, ms(v, 3), d) for n, v, d in terms]
     tbl = table([Col("TPOT term"), Col("ms", "r"), Col("detail", priority=1)], rows, layout)
-    ttft_rows = [(n, f"{float(v):.1f}", d) for n, v, d in _ttft_terms(row)]
+    ttft_rows = [(n, ms(v), d) for n, v, d in _ttft_terms(row)]
     ttft_tbl = table(
         [Col("TTFT term"), Col("ms", "r"), Col("detail", priority=1)], ttft_rows, layout
     )
     extra = speculation_lines(row)
-    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, cost)]
+    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, _cost_text(row))]
     return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
+
+
+def _tpot_detail(row: Mapping[str, Any]) -> str:
+    """What the TPOT is: what a user sees between tokens; nothing with one output token."""
+    if math.isfinite(row["tpot_ms"]):
+        return "what a user sees"
+    return "none: one output token, no time between tokens"
+
+
+def ms(value: float, places: int = 1) -> str:
+    """Milliseconds as the tables print them: `places` decimals, thousands separated and no
+    decimal at or above 1,000 (`human`'s rule: TTFT 439,160, not 439160.0); n/a when
+    undefined (the TPOT of one output token)."""
+    v = float(value)
+    if not math.isfinite(v):
+        return "n/a"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.{places}f}"
+
+
+def _memory_text(row: Mapping[str, Any]) -> str:
+    """Memory per GPU against the usable memory, one accounting (`planning.estimate.
+    memory_fit`): the total and its parts are what the fit test counts, so it is over the
+    usable memory exactly when it does not fit, short by the difference."""
+    short = row["memory_shortfall_gb"]
+    fit = "fits" if row["fits"] else f"DOES NOT FIT: short by {_gb(short)} GB"
+    parts = [
+        ("weights", row["weights_per_gpu_gb"], ""),
+        ("KV cache", row["kv_cache_per_gpu_gb"], ""),
+        ("activations", row["activations_per_gpu_gb"], " (a full prefill chunk's, and logits)"),
+        ("runtime reserve", row["runtime_reserve_per_gpu_gb"], ""),
+        ("drafter", row["draft_per_gpu_gb"], ""),
+        ("shared prefix", row["prefix_cache_per_gpu_gb"], ""),
+    ]
+    shown = ", ".join(
+        f"{n} {_gb(v)} GB{why}" for n, v, why in parts[:3] + [p for p in parts[3:] if p[1] > 0]
+    )
+    return (
+        f"Memory per GPU: {row['memory_per_gpu_gb']:.1f} GB of {row['memory_usable_gb']:.1f}"
+        f" usable ({fit}); {shown}; largest batch that fits: {row['max_batch']}"
+    )
+
+
+def _gb(v: float) -> str:
+    """GB to one decimal, or two below 0.1 so a part or a shortfall never reads 0.0."""
+    return f"{v:.1f}" if v >= 0.095 or v == 0 else f"{v:.2f}"
+
+
+def _throughput_text(row: Mapping[str, Any]) -> str:
+    """The load served (what the cost is at) beside the replica's capacity."""
+    kind = row["load_kind"]
+    how = {
+        "concurrency": f"what {row['load_value']:g} clients send",
+        "rate": "the rate offered",
+        "utilization": f"{100 * row['load_value']:g}% of capacity, as solve plans",
+    }[kind]
+    n = row["capacity_batch"]
+    return (
+        f"Throughput {plain(row['throughput_tok_s'])} output tok/s, "
+        f"{plain(row['requests_per_s'])} req/s served per replica ({how}); capacity "
+        f"{plain(row['capacity_tok_s'])} output tok/s, {plain(row['capacity_requests_per_s'])}"
+        f" req/s ({n} sequence{'s' * (n != 1)} in flight)"
+    )
+
+
+def _cost_text(row: Mapping[str, Any]) -> str:
+    """The cost per hour, and per 1K output tokens and per request at the load served."""
+    price = row["price_usd_per_gpu_hour"]
+    if not math.isfinite(price):
+        return "Cost: no price in the catalog for this GPU (pass --price)"
+    per_1k = row["cost_per_1k_output_tokens_usd"]
+    return (
+        f"Cost {money(row['cost_per_hour_usd'])}/h ({row['gpus_per_replica']} x "
+        f"{money(price)} {row['price_provider']}); at the load served "
+        f"{usd(per_1k)} per 1K output tokens ({money(per_1k * 1e3)} per 1M), "
+        f"{usd(row['cost_per_request_usd'])} per request"
+    )
 
 
 def _ttft_terms(row: Mapping[str, Any]) -> list[tuple[str, float, str]]:
@@ -146,7 +206,7 @@ def _load_text(row: Mapping[str, Any]) -> str:
     if kind == "concurrency":
         return f"concurrency {value:g} (closed loop)"
     if kind == "rate":
-        return f"{value:g} req/s (open loop, Poisson)"
+        return f"{plain(value)} req/s (open loop, Poisson)"
     return f"{100 * value:g}% of capacity (max_num_seqs kept full, as solve plans)"
 
 
