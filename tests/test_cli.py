@@ -108,7 +108,7 @@ def test_estimate_that_does_not_fit_reports_the_shortfall():
     ("args", "weights"),
     [
         (["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "bf16"], "141.1 GB"),
-        (["--model", "llama-3.1-70b", "--gpu", "h200", "--quant", "fp16", "--ideal"], "141.1"),
+        (["--model", "llama-3.1-70b", "--gpu", "l40s", "--quant", "fp16", "--ideal"], "141.1"),
         (["--model", "llama-3.1-405b", "--gpu", "rtx-4090"], "weights 811.7 GB per GPU"),
         (["--model", "llama-3.1-405b", "--gpu", "rtx-4090", "--rate", "1"], "811.7"),
         (["--model", "llama-3.1-405b", "--gpu", "rtx-4090", "--concurrency", "4"], "811.7"),
