@@ -60,15 +60,21 @@ def _plain(problem: TimeProblem):
 def test_branch_and_price_on_several_classes_finds_the_plain_mips_optimum(problem):
     """Several classes (with and without inventory limits, owned GPUs on some types): the
     plan over time goes by branch-and-price, periods priced by their own MIPs, and proves
-    the plain MIP's optimum."""
+    the plain MIP's optimum. Branch-and-price needs a feasible start: where neither the warm
+    start nor the LP rounded up has one (rounding up breaks an inventory row: a random
+    example had 9 GPUs of a type and tp 2 replicas rounded past them) it answers None and
+    `solve_time` takes the whole MIP, which must reach the same optimum."""
     model, lay, plain = _plain(problem)
     assume(plain.status == "optimal")
     lp = solve(model.relaxed(), OPTIONS)
     priced = overtime._by_prices(problem, model, lay, lp, OPTIONS)
-    assert priced is not None and priced.values is not None
-    assert overtime._within(model, priced.values)
-    assert priced.objective == pytest.approx(plain.objective, rel=1e-5, abs=1e-6)
-    assert priced.bound <= plain.objective * (1 + 1e-6) + 1e-6
+    if priced is not None:
+        assert priced.values is not None
+        assert overtime._within(model, priced.values)
+        assert priced.objective == pytest.approx(plain.objective, rel=1e-5, abs=1e-6)
+        assert priced.bound <= plain.objective * (1 + 1e-6) + 1e-6
+    else:
+        assert problem.inventory, "without an inventory limit rounding up always starts"
     found = solve_time(problem, OPTIONS)
     assert found.status == "optimal"
     assert found.total_cost == pytest.approx(plain.objective, rel=1e-5, abs=1e-6)
