@@ -289,6 +289,20 @@ def test_sglang_has_its_own_fit(catalog):
     assert not sglang.default.activations_in_budget
 
 
+def test_engines_name_the_quants_they_load(catalog: Catalog) -> None:
+    """llama.cpp loads GGUF (and the 16-bit weights it converts to GGUF; int8 is W8A8, not its
+    Q8_0), TensorRT-LLM every catalog quant but GGUF, vLLM and SGLang all; sourced, and the
+    shipped files hold the lists as the profile writer emits them (test above)."""
+    trt, cpp = catalog.engine("trtllm"), catalog.engine("llamacpp")
+    assert set(cpp.quants) == {"gguf-q4_k_m", "bf16", "fp16"}
+    assert set(trt.quants) == set(catalog.quants) - {"gguf-q4_k_m"}
+    assert not cpp.runs_quant("fp8") and not trt.runs_quant("gguf-q4_k_m")
+    for engine in (catalog.engine("vllm"), catalog.engine("sglang")):
+        assert engine.quants == () and all(engine.runs_quant(q) for q in catalog.quants)
+    for engine in (trt, cpp):
+        assert engine.quants_source and engine.quants_source.startswith("https://")
+
+
 def test_engines_name_the_hardware_they_document(catalog: Catalog) -> None:
     """TensorRT-LLM runs on NVIDIA's Ampere to Blackwell, llama.cpp on NVIDIA and AMD (not
     Gaudi); vLLM and SGLang on every family; each list is of catalog families, sourced, and

@@ -52,6 +52,9 @@ def profile_document(profile: EngineProfile) -> dict:
     if profile.gpu_families:  # the hardware the engine documents (not fitted)
         doc["gpu_families"] = list(profile.gpu_families)
         doc["gpu_families_source"] = profile.gpu_families_source
+    if profile.quants:  # the checkpoint formats the engine documents loading (not fitted)
+        doc["quants"] = list(profile.quants)
+        doc["quants_source"] = profile.quants_source
     EngineProfile.model_validate(doc)
     return doc
 

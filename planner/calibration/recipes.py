@@ -116,11 +116,29 @@ _LLAMACPP_HARDWARE = {
     "gpu_families_source": "https://github.com/ggml-org/llama.cpp README, Supported backends "
     "(2026-12-04): CUDA for NVIDIA and HIP for AMD GPUs; no backend for Intel Gaudi",
 }
+# The checkpoint formats each engine documents loading (not fitted). llama.cpp loads GGUF
+# files only: gguf-q4_k_m, and bf16 / fp16 converted to GGUF as BF16 / F16 tensors; it has no
+# FP8, FP4, AWQ or GPTQ kernels, and int8 (SmoothQuant W8A8) is not its Q8_0 (8-bit weights,
+# 16-bit math). TensorRT-LLM runs every catalog quant but GGUF (ModelOpt FP8/NVFP4, AWQ, GPTQ,
+# SmoothQuant, FP16/BF16). vLLM and SGLang load all of them (GGUF included).
+_TRTLLM_QUANTS = {
+    "quants": ("bf16", "fp16", "fp8", "fp4", "int8", "int4-awq", "int4-gptq"),
+    "quants_source": "https://nvidia.github.io/TensorRT-LLM/features/quantization.html and "
+    "https://nvidia.github.io/TensorRT-LLM/reference/precision.html (2026-12-05): FP16/BF16, "
+    "FP8, NVFP4/MXFP4, W4A16 AWQ and GPTQ, W8A8 SmoothQuant; no GGUF",
+}
+_LLAMACPP_QUANTS = {
+    "quants": ("gguf-q4_k_m", "bf16", "fp16"),
+    "quants_source": "https://github.com/ggml-org/llama.cpp README (2026-12-05): models must be "
+    "stored in the GGUF file format (others converted with its convert_*.py scripts); "
+    "tools/quantize/README.md lists its types (Q4_K_M, Q8_0, F16, BF16, ...): no FP8, FP4, "
+    "AWQ, GPTQ or W8A8",
+}
 ENGINE_SETTINGS: dict[str, dict] = {
     "vllm": {"prefill_chunk_tiers": _VLLM_CHUNKS},
-    "trtllm": {"fp8_kv_with_fp8_checkpoint": True, **_TRTLLM_HARDWARE},
+    "trtllm": {"fp8_kv_with_fp8_checkpoint": True, **_TRTLLM_HARDWARE, **_TRTLLM_QUANTS},
     "sglang": {"mixes_prefill": False, "prefill_chunk_tiers": _SGLANG_CHUNKS},
-    "llamacpp": _LLAMACPP_HARDWARE,
+    "llamacpp": {**_LLAMACPP_HARDWARE, **_LLAMACPP_QUANTS},
 }
 ENGINE_SCHEDULER: dict[str, dict] = {
     "trtllm": {"kv_reserve_output": True},

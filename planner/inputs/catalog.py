@@ -187,7 +187,8 @@ def _read_catalog(users: tuple[Path, ...]) -> Catalog:
 
 
 def _check_references(cat: Catalog, sources: dict[tuple[str, str], Path]) -> None:
-    """Dangling references: quant GPU lists and API model ids must name known entries; the
+    """Dangling references: quant GPU lists, engine quant lists and API model ids must name
+    known entries; the
     message names the file that holds the reference."""
     for quant in cat.quants.values():
         if quant.gpus != "all":
@@ -197,6 +198,13 @@ def _check_references(cat: Catalog, sources: dict[tuple[str, str], Path]) -> Non
                         f"{sources['quants', quant.id]}: gpus: "
                         + unknown_name_message("GPU", gpu_id, cat.gpus)
                     )
+    for engine in cat.engines.values():
+        for quant_id in engine.quants:
+            if quant_id not in cat.quants:
+                raise CatalogError(
+                    f"{sources['engines', engine.id]}: quants: "
+                    + unknown_name_message("quantization", quant_id, cat.quants)
+                )
     for prov in cat.apis.values():
         for off in prov.offerings:
             if off.model not in cat.models:

@@ -220,6 +220,14 @@ class EngineProfile(Strict):
     gpu_families_source: str | None = Field(
         default=None, description="where the engine documents the hardware it runs on"
     )
+    quants: tuple[str, ...] = Field(
+        default=(),
+        description="the quantizations (catalogs/quants ids) whose checkpoints the engine "
+        "loads and runs, from its own documentation; empty: every quant",
+    )
+    quants_source: str | None = Field(
+        default=None, description="where the engine documents the formats it loads"
+    )
 
     def runs_on(self, family: str) -> bool:
         """Whether the engine runs on GPUs of this family (TensorRT-LLM: NVIDIA only)."""
@@ -232,6 +240,15 @@ class EngineProfile(Strict):
             f"{self.name.split(' (')[0]} runs on the {', '.join(self.gpu_families)} GPU "
             f"families ({where})"
         )
+
+    def runs_quant(self, quant_id: str) -> bool:
+        """Whether the engine loads checkpoints of this quant (llama.cpp: GGUF only)."""
+        return not self.quants or quant_id in self.quants
+
+    def formats(self) -> str:
+        """The quants the engine documents loading, and where (for messages)."""
+        where = (self.quants_source or "").split(" ")[0]
+        return f"{self.name.split(' (')[0]} runs the {', '.join(self.quants)} quants ({where})"
 
     def default_kv_dtype(self, quant_id: str, quant_default: str, allowed: Sequence[str]) -> str:
         """The KV dtype this engine uses for a checkpoint when none is asked for."""
