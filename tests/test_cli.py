@@ -153,6 +153,22 @@ def test_estimate_text_output_names_the_bound():
         ),
         (["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--tp", "3"], "does not divide"),
         (["--model", "llama-3.1-8b", "--gpu", "t4", "--quant", "fp8"], "does not run on t4"),
+        (  # llama.cpp loads GGUF only: it planned "fp8 weights (fp8 math) [llamacpp]"
+            ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "llamacpp"]
+            + ["--quant", "fp8"],
+            "--engine llamacpp does not run --quant fp8: llama.cpp runs the gguf-q4_k_m, "
+            "bf16, fp16 quants (https://github.com/ggml-org/llama.cpp)",
+        ),
+        (
+            ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "llamacpp"]
+            + ["--quant", "int8"],
+            "--engine llamacpp does not run --quant int8",
+        ),
+        (  # TensorRT-LLM does not load GGUF files
+            ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "trtllm"]
+            + ["--quant", "gguf-q4_k_m"],
+            "--engine trtllm does not run --quant gguf-q4_k_m",
+        ),
         (
             ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--input-len", "0"],
             "--input-len: must be a whole number greater than 0",

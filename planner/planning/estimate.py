@@ -233,6 +233,11 @@ def one_row_grid(
             f"--engine {engine.id} does not run on {gpu.id} ({gpu.vendor} {gpu.family}): "
             f"{engine.hardware()}; choose another --engine (vllm, sglang) or --gpu"
         )
+    if not req.ideal and not engine.runs_quant(quant.id):
+        raise InputError(
+            f"--engine {engine.id} does not run --quant {quant.id}: {engine.formats()}; "
+            "choose one of those or another --engine (vllm, sglang)"
+        )
     kv = req.kv_dtype or default_kv_dtype(quant, engine, req.ideal)
     price = _price(gpu, req.price_usd_per_gpu_hour)
     spec = GridSpec(
