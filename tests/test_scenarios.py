@@ -266,3 +266,28 @@ def test_an_engine_plans_only_the_gpus_it_runs_on(tmp_path, catalog):
         plan_of(tmp_path, catalog, with_(engine="trtllm", hardware__gpus=["mi300x"]))
     vllm = plan_of(tmp_path, catalog, with_(hardware__gpus=["h100-sxm", "mi300x"]))
     assert not any("does not run on" in n for n in vllm.notes)
+
+
+def test_an_engine_plans_only_the_quants_it_loads(tmp_path, catalog):
+    """llama.cpp loads GGUF files only: with the default quants [bf16, fp8] it plans bf16 and
+    notes fp8 left out (it planned an L40S at fp8, $577 a month; now an A100 at bf16,
+    $1,015); quants it runs none of exit 2; vLLM plans both without a note."""
+    result = plan_of(tmp_path, catalog, with_(engine="llamacpp"))
+    assert {d.quant for d in result.fleet.deployments} == {"bf16"}
+    assert set(values(result.candidate_table, "quant")) == {"bf16"}
+    note = next(n for n in result.notes if n.startswith("llamacpp does not run fp8, so left"))
+    assert "gguf-q4_k_m, bf16, fp16" in note and "github.com/ggml-org/llama.cpp" in note
+    with pytest.raises(InputError, match=r"search.quants: llamacpp runs none of the quants"):
+        plan_of(tmp_path, catalog, with_(engine="llamacpp", search__quants=["fp8", "int4-awq"]))
+    vllm = plan_of(tmp_path, catalog, with_())
+    assert set(values(vllm.candidate_table, "quant")) == {"bf16", "fp8"}
+    assert not any("does not run fp8" in n for n in vllm.notes)
+
+
+def test_solve_exits_2_when_the_engine_runs_none_of_the_quants(tmp_path):
+    """`solve` with TensorRT-LLM and GGUF only: exit 2 naming the quants it runs."""
+    doc = with_(engine="trtllm", search__quants=["gguf-q4_k_m"])
+    res = solve(write(tmp_path, doc))
+    assert res.exit_code == 2, res.output
+    assert "trtllm runs none of the quants asked for (gguf-q4_k_m)" in res.output
+    assert "Traceback" not in res.output

@@ -89,6 +89,8 @@ def assumption_table(
     for gpu in gpus:
         rows += _gpu_rows(gpu, prices.get(gpu.id))
     for q_id in scenario.search.quants:
+        if not catalog.engine(scenario.engine).runs_quant(q_id):  # left out of the search
+            continue
         q = catalog.quant(q_id)
         rows.append(
             (

@@ -30,6 +30,7 @@ from planner.planning.pipeline import (
     allowed_gpus,
     engine_left_out,
     evaluate_classes,
+    quants_left_out,
     request_classes,
 )
 from planner.schema.scenario import Job, Scenario
@@ -326,6 +327,7 @@ def _job_plan(scenario, catalog, model_id, job, offered, problem, solution, pric
         "(per-second billing assumed; hourly billing rounds each replica up)"
     ]
     notes += engine_left_out(scenario, catalog)  # GPUs the engine does not run on
+    notes += quants_left_out(scenario, catalog)  # quants it does not load
     if api and all(q.batch_cost_usd is None for q in api):
         notes.append(
             "no API batch price is listed for this model in catalogs/apis (the reference "

@@ -32,7 +32,12 @@ from planner.perf.table import Table, values
 from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
-from planner.planning.pipeline import engine_left_out, evaluate_classes, request_classes
+from planner.planning.pipeline import (
+    engine_left_out,
+    evaluate_classes,
+    quants_left_out,
+    request_classes,
+)
 from planner.schema.model import Model
 from planner.schema.plan import RequestClassPlan
 from planner.schema.scenario import Scenario
@@ -100,7 +105,7 @@ class Capacity:
     fleet_cost_per_hour_usd: float | None  # the fleet at catalog prices, where all are listed
     at_rate: tuple[ClassLatency, ...] | None = None
     rate_requests_per_second: float | None = None
-    notes: tuple[str, ...] = ()  # what the answer leaves out (prefill/decode pools)
+    notes: tuple[str, ...] = ()  # what the answer leaves out (quants, prefill/decode pools)
 
 
 def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
@@ -192,8 +197,9 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
     idle = engine_left_out(fleet_only, catalog)  # GPUs of the fleet the engine cannot use
     if idle:
         result = replace(result, binding=(*result.binding, *idle))
-    if pools:
-        result = replace(result, notes=(pools,))
+    notes = quants_left_out(scenario, catalog) + ([pools] if pools else [])
+    if notes:  # what the answer leaves out: quants the engine does not load, pools
+        result = replace(result, notes=tuple(notes))
     if rate is not None:
         result = at_rate(result, rows, rate)
     return result

@@ -50,6 +50,7 @@ from planner.planning.speculation import SpecRequest, spec_options, speculation_
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.plan import Deployment, FleetSummary, RequestClassPlan
+from planner.schema.quant import Quant
 from planner.schema.scenario import Scenario
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
@@ -123,6 +124,31 @@ def engine_left_out(scenario: Scenario, catalog: Catalog) -> list[str]:
     return [f"{scenario.engine} does not run on {', '.join(out)}, so left out: {engine.hardware()}"]
 
 
+def allowed_quants(scenario: Scenario, catalog: Catalog) -> list[Quant]:
+    """The scenario's quants minus those its engine does not load (llama.cpp: no FP8); exit 2
+    when none is left."""
+    engine = catalog.engine(scenario.engine)
+    listed = [catalog.quant(q) for q in scenario.search.quants]
+    kept = [q for q in listed if engine.runs_quant(q.id)]
+    if not kept:
+        raise InputError(
+            f"search.quants: {scenario.engine} runs none of the quants asked for "
+            f"({', '.join(q.id for q in listed)}): {engine.formats()}; choose among those "
+            "or another engine (vllm and sglang run every quant in the catalog)"
+        )
+    return kept
+
+
+def quants_left_out(scenario: Scenario, catalog: Catalog) -> list[str]:
+    """A note naming the scenario's quants its engine does not load, left out of the search
+    (fp8 on llama.cpp), or none."""
+    engine = catalog.engine(scenario.engine)
+    out = [q for q in scenario.search.quants if not engine.runs_quant(q)]
+    if not out:
+        return []
+    return [f"{scenario.engine} does not run {', '.join(out)}, so left out: {engine.formats()}"]
+
+
 def _batches(scenario: Scenario) -> list[int]:
     s = scenario.search
     pool = s.batches if s.batches is not None else DEFAULT_BATCHES
@@ -144,7 +170,7 @@ def evaluate_classes(
     """Every candidate evaluated for every class, with an SLA verdict per row (no pandas:
     issue #16; only `diagnose` reads it as a DataFrame)."""
     gpus = allowed_gpus(scenario, catalog)
-    quants = [catalog.quant(q) for q in scenario.search.quants]
+    quants = allowed_quants(scenario, catalog)
     engine = catalog.engine(scenario.engine)
     speculative = scenario_spec_options(scenario, catalog, model)
     axes = search_axes(scenario.search, model, gpus, quants)
@@ -343,8 +369,10 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     for cl in classes:
         check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
     gpus = allowed_gpus(scenario, catalog)
+    allowed_quants(scenario, catalog)  # exit 2 before the search when the engine runs none
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
-    notes = engine_left_out(scenario, catalog) + _price_notes(gpus, prices, scenario)
+    notes = engine_left_out(scenario, catalog) + quants_left_out(scenario, catalog)
+    notes += _price_notes(gpus, prices, scenario)
     ttft_sla = [math.inf if cl.ttft_ms is None else cl.ttft_ms for cl in classes]
     rows = evaluate_classes(scenario, catalog, model, classes, prices)
     timings["evaluate"] = time.perf_counter() - start

@@ -30,6 +30,7 @@ from planner.planning.pipeline import (
     balanced,
     engine_left_out,
     evaluate_classes,
+    quants_left_out,
     request_classes,
 )
 from planner.planning.plan import Plan
@@ -115,7 +116,8 @@ def _service(platform: Platform, i: int, catalog: Catalog) -> Service:
         budget,
         c.min_replicas,
     )
-    notes = tuple(engine_left_out(scenario, catalog) + _price_notes(gpus, prices, scenario))
+    left_out = engine_left_out(scenario, catalog) + quants_left_out(scenario, catalog)
+    notes = tuple(left_out + _price_notes(gpus, prices, scenario))
     label = platform.models[i].label
     return Service(
         label, scenario, model, classes, rows, offered, prices, notes,
