@@ -275,3 +275,16 @@ def test_a_short_deadline_on_a_small_fleet_names_hardware_fleet(shipped, catalog
     hw = scenario.hardware.model_copy(update={"gpus": None, "fleet": {"h100-sxm": 1}})
     with pytest.raises(InfeasibleError, match="raise hardware.fleet / constraints.max_gpus"):
         price_job(scenario.model_copy(update={"hardware": hw}), catalog)
+
+
+def test_a_job_on_llama_cpp_leaves_fp8_out_and_says_so(catalog):
+    """llama.cpp loads GGUF only: the job's [bf16, fp8] plans bf16 with a note; fp8 alone
+    exits 2."""
+    scenario, cat = load_scenario(JOB, catalog)
+    cpp = scenario.model_copy(update={"engine": "llamacpp"})
+    result = price_job(cpp, cat)
+    assert {line.quant for line in result.lines} == {"bf16"}
+    assert any(n.startswith("llamacpp does not run fp8, so left out") for n in result.notes)
+    fp8 = cpp.search.model_copy(update={"quants": ["fp8"]})
+    with pytest.raises(InputError, match="llamacpp runs none of the quants asked for"):
+        price_job(cpp.model_copy(update={"search": fp8}), cat)

@@ -338,3 +338,16 @@ def test_solve_on_a_fleet_names_hardware_fleet_not_inventory(tmp_path):
     assert res.exit_code == 1
     assert "raise hardware.fleet or constraints.max_gpus" in res.output
     assert "hardware.inventory" not in res.output
+
+
+def test_a_fleet_on_llama_cpp_serves_with_the_quants_it_loads(fleet16):
+    """llama.cpp on the 16 H100s: fp8 is left out with a note (capacity at bf16); a search of
+    fp8 alone exits 2."""
+    scenario, cat, _ = fleet16
+    cpp = scenario.model_copy(update={"engine": "llamacpp"})
+    result = fleet_capacity(cpp, cat)
+    assert {d.quant for d in result.deployments} == {"bf16"}
+    assert any(n.startswith("llamacpp does not run fp8, so left out") for n in result.notes)
+    fp8 = cpp.search.model_copy(update={"quants": ["fp8"]})
+    with pytest.raises(InputError, match="llamacpp runs none of the quants asked for"):
+        fleet_capacity(cpp.model_copy(update={"search": fp8}), cat)

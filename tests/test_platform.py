@@ -218,3 +218,16 @@ def test_a_service_on_tensorrt_llm_leaves_the_amd_gpus_to_the_others(tmp_path, c
     assert "mi300x" not in {d.gpu for d in code.fleet.deployments}
     assert any(n.startswith("trtllm does not run on mi300x") for n in code.notes)
     assert not any("does not run on" in n for n in result.sections[0].notes)
+
+
+def test_a_service_on_llama_cpp_leaves_fp8_out(tmp_path, catalog):
+    """One model on llama.cpp: its service plans without fp8 and its section says why."""
+    doc = yaml.safe_load(SMALL.read_text())
+    doc["models"][1]["engine"] = "llamacpp"
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    result = pl.plan_platform(*load_platform(path, catalog))
+    code = result.sections[1]
+    assert {d.quant for d in code.fleet.deployments} <= {"bf16"}
+    assert any(n.startswith("llamacpp does not run fp8, so left out") for n in code.notes)
+    assert not any("does not run fp8" in n for n in result.sections[0].notes)
