@@ -202,12 +202,13 @@ def test_estimate_disaggregated_end_to_end():
     parts = out["prefill_ms"] + out["prefill_wait_ms"] + out["kv_transfer_ms"]
     assert out["ttft_ms"] > parts + out["tpot_ms"] / 2 - 1e-6
     assert out["cost_per_hour_usd"] == pytest.approx(16 * 2.69)
-    # Little's law over the decode worker: 2 req/s x 255 steps x TPOT in flight, at most the
-    # batch its step is timed at
+    # Little's law over the decode worker: 2 req/s x 255 steps x TPOT(b) in flight, the
+    # batch its step is timed at, of its 32 slots
     load = out["load"]
     assert load["kind"] == "rate" and load["rate"] == 2 and load["max_num_seqs"] == 32
-    assert load["batch_in_flight"] == math.ceil(2 * 255 * out["tpot_ms"] / 1e3)
-    assert load["batch_in_flight"] <= load["decode_batch_timed"] == out["decode_batch"]
+    assert load["batch_in_flight"] == math.ceil(2 * 256 * out["tpot_ms"] / 1e3)
+    assert load["batch_in_flight"] == load["decode_batch_timed"] == out["decode_batch"]
+    assert load["batch_in_flight"] < load["decode_capacity_batch"] == 32
 
 
 DISAGG_70B = (
@@ -228,8 +229,9 @@ def test_disaggregated_closed_loop_alone_is_prefill_transfer_and_half_a_step():
     per TTFT + (O - 1) TPOT."""
     out = _closed(1)
     assert out["load"] == {
-        "kind": "concurrency", "concurrency": 1, "batch_in_flight": 1, "max_num_seqs": 1024,
-        "num_prompts": None, "first_round_share": 0.0,
+        "kind": "concurrency", "concurrency": 1, "batch_in_flight": 1, "decode_batch_timed": 1,
+        "decode_capacity_batch": 1, "max_num_seqs": 1024, "num_prompts": None,
+        "first_round_share": 0.0,
     }  # fmt: skip
     assert out["prefill_wait_ms"] == 0 and out["decode_slot_wait_ms"] == 0
     assert out["request_overhead_ms"] > 0  # the engine's per-request latency, as aggregated
@@ -374,21 +376,26 @@ def test_every_sourced_scaleout_link_carries_its_source(catalog):
         assert gpu.gpus_per_node is not None
 
 
-def test_disaggregated_text_says_why_the_decode_batch_is_below_max_num_seqs():
+def test_disaggregated_text_says_why_the_decode_slots_are_below_max_num_seqs():
     """Under --batch 48 a decode worker of Llama-3.1-70B at 16K prompts holds 42 (memory);
-    with 8 clients it has 8. The text said 'at batch 42' with no reason."""
+    with 8 clients it has 8 slots. The text said 'at batch 42' with no reason. TPOT is timed
+    at the batch in flight, which the text names: 64 clients at 4.02 req/s keep 30 decoding
+    (4.02 x 255 x 29.0 ms = 29.7), the rest wait for the full prefill pool."""
     base = (
         "estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8",
         "--disaggregated", "--prefill-tp", "4", "--prefill-workers", "3", "--decode-tp", "4",
         "--batch", "48", "--input-len", "16384", "--output-len", "256",
     )  # fmt: skip
     full = json.loads(invoke(*base, "--concurrency", "64", "--json").output)
-    assert full["decode_batch"] == full["decode_max_batch"] < 48
+    assert full["load"]["decode_capacity_batch"] == full["decode_max_batch"] == 42
+    assert full["decode_batch"] == full["load"]["batch_in_flight"] == 30
+    assert math.ceil(full["requests_per_s"] * 255 * full["tpot_ms"] / 1e3) == 30
     text = " ".join(invoke(*base, "--concurrency", "64").output.split())
-    held = full["decode_batch"]
-    assert f"at batch {held} (what its memory holds; max_num_seqs 48), 16 GPUs" in text
+    assert "with 42 slots (what its memory holds; max_num_seqs 48), 16 GPUs" in text
+    assert "30 in flight per decode worker" in text
+    assert f"TPOT {full['tpot_ms']:.1f} ms (the decode step at the batch in flight, 30:" in text
     text = " ".join(invoke(*base, "--concurrency", "8").output.split())
-    assert "at batch 8 (its share of the clients; max_num_seqs 48)" in text
+    assert "with 8 slots (its share of the clients; max_num_seqs 48)" in text
 
 
 def test_pools_count_each_request_once_in_the_workbook_and_the_report(tmp_path, catalog):
