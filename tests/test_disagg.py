@@ -425,3 +425,53 @@ def test_pools_count_each_request_once_in_the_workbook_and_the_report(tmp_path, 
         "peak demand",
         "prefill capacity",
     ]
+
+
+RATE_70B = (
+    "estimate", "--model", "llama-3.1-70b", "--quant", "fp8", "--tp", "4", "--disaggregated",
+    "--input-len", "8000", "--json",
+)  # fmt: skip
+
+
+def _tpot_at(gpu: str, kv: str, *load: str) -> dict:
+    res = invoke(*RATE_70B, "--gpu", gpu, "--kv-dtype", kv, *load)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_disaggregated_decode_tpot_is_at_the_batch_in_flight_hand_computed(catalog):
+    """1 req/s on one H100 decode worker of tp 4 (87 slots): its step is 11.0432 ms + 0.32653
+    ms a sequence, so b = 2 serves 2 / (256 x 11.370 ms) = 0.687 req/s, short of 1, and b = 3
+    serves 3 / (256 x 11.696 ms) = 1.002 (Little's law: 255 x 11.696 ms = 2.98 <= 3). TPOT
+    was timed at the 87 memory holds: 39.1 ms, slower than the aggregated replica's 17.4."""
+    out = _tpot_at("h100-sxm", "bf16", "--rate", "1")
+    assert out["decode_batch"] == out["load"]["batch_in_flight"] == 3
+    assert out["load"]["decode_capacity_batch"] == out["decode_max_batch"] == 87
+    assert out["tpot_ms"] == pytest.approx(11.0432 + 2 * 0.32653, abs=1e-3)
+    # the capacity stays at the 87 slots: 87 / (256 x 39.125 ms) = 8.686 req/s
+    assert out["decode_capacity_requests_per_s"] == pytest.approx(8.686, abs=1e-3)
+    join = out["ttft_ms"] - out["prefill_ms"] - out["request_overhead_ms"]
+    join -= out["prefill_wait_ms"] + out["kv_transfer_ms"]
+    assert join == pytest.approx(out["tpot_ms"] / 2, abs=1e-6)  # no wait for one of 87 slots
+
+
+@pytest.mark.parametrize(
+    "load", [("--rate", "1"), ("--rate", "3", "--prefill-workers", "3"), ("--utilization", "0.5")]
+)
+def test_more_bandwidth_never_raises_the_decode_tpot_at_a_fixed_rate(load):
+    """H100 SXM (3.35 TB/s), H200 (4.8) and B200 (8) at the same rate, KV bf16 and fp8: the
+    decode pool's TPOT never rises with the bandwidth, nor with the KV bytes halved. Timed
+    at the batch memory holds it did: 39.1 / 53.5 / 42.8 ms at 1 req/s, and fp8 KV raised
+    H100's 39.1 to 43.7 ms (twice the batch)."""
+    if load[0] == "--utilization":  # the same rate on each: half the H100 pools' capacity
+        h100 = _tpot_at("h100-sxm", "bf16", *load)
+        load = ("--rate", str(h100["requests_per_s"]))
+    tpot = {
+        (gpu, kv): _tpot_at(gpu, kv, *load)["tpot_ms"]
+        for gpu in ("h100-sxm", "h200", "b200")
+        for kv in ("bf16", "fp8")
+    }
+    for kv in ("bf16", "fp8"):
+        assert tpot["h100-sxm", kv] >= tpot["h200", kv] >= tpot["b200", kv]
+    for gpu in ("h100-sxm", "h200", "b200"):
+        assert tpot[gpu, "bf16"] >= tpot[gpu, "fp8"]
