@@ -15,13 +15,17 @@ candidate grid evaluated with its role (perf/disagg.py); here the two are combin
   decode step + M/D/c wait for a decode slot;
 * or a closed loop of C clients (`concurrency`, what a benchmark's --max-concurrency runs),
   as `planning.estimate.closed_loop` runs one for an aggregated replica: each decode worker
-  holds b = min(ceil(C / workers), max_num_seqs, what memory holds); TTFT = t_pf + the
+  has c = min(ceil(C / workers), max_num_seqs, what memory holds) slots; TTFT = t_pf + the
   per-request latency + the wait behind the other C - 1 clients' prompts (M/D/1 per
   prefill worker at their share of the rate X) + the transfer + half a step, where X
   solves Little's law over the clients, X (TTFT(X) + (O - 1) TPOT) = C, below
   min(R_p, R_d); where no X does, the smaller pool is full and holds the rest of the
   clients' cycle: in the prefill queue, or waiting for a decode slot;
-* TPOT = the decode step at the decode batch (no prefill interrupts it);
+* TPOT = the decode step (no prefill interrupts it) at the batch b in flight per decode
+  worker, not at its c slots (timed there, more memory or bandwidth read slower): the least
+  b that carries the worker's share r of the rate, b >= r (O - 1) TPOT(b) (Little's law) and
+  b / (O TPOT(b)) >= r, found by bisection (`estimate.least_batch`), at most c; the
+  capacity and the M/D/c slot wait stay at c;
 * cost = (prefill GPUs + decode GPUs) x the GPU price, GPUs = workers x GPUs per worker.
 """
 
