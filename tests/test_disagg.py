@@ -202,12 +202,13 @@ def test_estimate_disaggregated_end_to_end():
     parts = out["prefill_ms"] + out["prefill_wait_ms"] + out["kv_transfer_ms"]
     assert out["ttft_ms"] > parts + out["tpot_ms"] / 2 - 1e-6
     assert out["cost_per_hour_usd"] == pytest.approx(16 * 2.69)
-    # Little's law over the decode worker: 2 req/s x 255 steps x TPOT in flight, at most the
-    # batch its step is timed at
+    # Little's law over the decode worker: 2 req/s x 255 steps x TPOT(b) in flight, the
+    # batch its step is timed at, of its 32 slots
     load = out["load"]
     assert load["kind"] == "rate" and load["rate"] == 2 and load["max_num_seqs"] == 32
-    assert load["batch_in_flight"] == math.ceil(2 * 255 * out["tpot_ms"] / 1e3)
-    assert load["batch_in_flight"] <= load["decode_batch_timed"] == out["decode_batch"]
+    assert load["batch_in_flight"] == math.ceil(2 * 256 * out["tpot_ms"] / 1e3)
+    assert load["batch_in_flight"] == load["decode_batch_timed"] == out["decode_batch"]
+    assert load["batch_in_flight"] < load["decode_capacity_batch"] == 32
 
 
 DISAGG_70B = (
@@ -228,8 +229,9 @@ def test_disaggregated_closed_loop_alone_is_prefill_transfer_and_half_a_step():
     per TTFT + (O - 1) TPOT."""
     out = _closed(1)
     assert out["load"] == {
-        "kind": "concurrency", "concurrency": 1, "batch_in_flight": 1, "max_num_seqs": 1024,
-        "num_prompts": None, "first_round_share": 0.0,
+        "kind": "concurrency", "concurrency": 1, "batch_in_flight": 1, "decode_batch_timed": 1,
+        "decode_capacity_batch": 1, "max_num_seqs": 1024, "num_prompts": None,
+        "first_round_share": 0.0,
     }  # fmt: skip
     assert out["prefill_wait_ms"] == 0 and out["decode_slot_wait_ms"] == 0
     assert out["request_overhead_ms"] > 0  # the engine's per-request latency, as aggregated
@@ -374,21 +376,26 @@ def test_every_sourced_scaleout_link_carries_its_source(catalog):
         assert gpu.gpus_per_node is not None
 
 
-def test_disaggregated_text_says_why_the_decode_batch_is_below_max_num_seqs():
+def test_disaggregated_text_says_why_the_decode_slots_are_below_max_num_seqs():
     """Under --batch 48 a decode worker of Llama-3.1-70B at 16K prompts holds 42 (memory);
-    with 8 clients it has 8. The text said 'at batch 42' with no reason."""
+    with 8 clients it has 8 slots. The text said 'at batch 42' with no reason. TPOT is timed
+    at the batch in flight, which the text names: 64 clients at 4.02 req/s keep 30 decoding
+    (4.02 x 255 x 29.0 ms = 29.7), the rest wait for the full prefill pool."""
     base = (
         "estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--quant", "fp8",
         "--disaggregated", "--prefill-tp", "4", "--prefill-workers", "3", "--decode-tp", "4",
         "--batch", "48", "--input-len", "16384", "--output-len", "256",
     )  # fmt: skip
     full = json.loads(invoke(*base, "--concurrency", "64", "--json").output)
-    assert full["decode_batch"] == full["decode_max_batch"] < 48
+    assert full["load"]["decode_capacity_batch"] == full["decode_max_batch"] == 42
+    assert full["decode_batch"] == full["load"]["batch_in_flight"] == 30
+    assert math.ceil(full["requests_per_s"] * 255 * full["tpot_ms"] / 1e3) == 30
     text = " ".join(invoke(*base, "--concurrency", "64").output.split())
-    held = full["decode_batch"]
-    assert f"at batch {held} (what its memory holds; max_num_seqs 48), 16 GPUs" in text
+    assert "with 42 slots (what its memory holds; max_num_seqs 48), 16 GPUs" in text
+    assert "30 in flight per decode worker" in text
+    assert f"TPOT {full['tpot_ms']:.1f} ms (the decode step at the batch in flight, 30:" in text
     text = " ".join(invoke(*base, "--concurrency", "8").output.split())
-    assert "at batch 8 (its share of the clients; max_num_seqs 48)" in text
+    assert "with 8 slots (its share of the clients; max_num_seqs 48)" in text
 
 
 def test_pools_count_each_request_once_in_the_workbook_and_the_report(tmp_path, catalog):
@@ -418,3 +425,53 @@ def test_pools_count_each_request_once_in_the_workbook_and_the_report(tmp_path, 
         "peak demand",
         "prefill capacity",
     ]
+
+
+RATE_70B = (
+    "estimate", "--model", "llama-3.1-70b", "--quant", "fp8", "--tp", "4", "--disaggregated",
+    "--input-len", "8000", "--json",
+)  # fmt: skip
+
+
+def _tpot_at(gpu: str, kv: str, *load: str) -> dict:
+    res = invoke(*RATE_70B, "--gpu", gpu, "--kv-dtype", kv, *load)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_disaggregated_decode_tpot_is_at_the_batch_in_flight_hand_computed(catalog):
+    """1 req/s on one H100 decode worker of tp 4 (87 slots): its step is 11.0432 ms + 0.32653
+    ms a sequence, so b = 2 serves 2 / (256 x 11.370 ms) = 0.687 req/s, short of 1, and b = 3
+    serves 3 / (256 x 11.696 ms) = 1.002 (Little's law: 255 x 11.696 ms = 2.98 <= 3). TPOT
+    was timed at the 87 memory holds: 39.1 ms, slower than the aggregated replica's 17.4."""
+    out = _tpot_at("h100-sxm", "bf16", "--rate", "1")
+    assert out["decode_batch"] == out["load"]["batch_in_flight"] == 3
+    assert out["load"]["decode_capacity_batch"] == out["decode_max_batch"] == 87
+    assert out["tpot_ms"] == pytest.approx(11.0432 + 2 * 0.32653, abs=1e-3)
+    # the capacity stays at the 87 slots: 87 / (256 x 39.125 ms) = 8.686 req/s
+    assert out["decode_capacity_requests_per_s"] == pytest.approx(8.686, abs=1e-3)
+    join = out["ttft_ms"] - out["prefill_ms"] - out["request_overhead_ms"]
+    join -= out["prefill_wait_ms"] + out["kv_transfer_ms"]
+    assert join == pytest.approx(out["tpot_ms"] / 2, abs=1e-6)  # no wait for one of 87 slots
+
+
+@pytest.mark.parametrize(
+    "load", [("--rate", "1"), ("--rate", "3", "--prefill-workers", "3"), ("--utilization", "0.5")]
+)
+def test_more_bandwidth_never_raises_the_decode_tpot_at_a_fixed_rate(load):
+    """H100 SXM (3.35 TB/s), H200 (4.8) and B200 (8) at the same rate, KV bf16 and fp8: the
+    decode pool's TPOT never rises with the bandwidth, nor with the KV bytes halved. Timed
+    at the batch memory holds it did: 39.1 / 53.5 / 42.8 ms at 1 req/s, and fp8 KV raised
+    H100's 39.1 to 43.7 ms (twice the batch)."""
+    if load[0] == "--utilization":  # the same rate on each: half the H100 pools' capacity
+        h100 = _tpot_at("h100-sxm", "bf16", *load)
+        load = ("--rate", str(h100["requests_per_s"]))
+    tpot = {
+        (gpu, kv): _tpot_at(gpu, kv, *load)["tpot_ms"]
+        for gpu in ("h100-sxm", "h200", "b200")
+        for kv in ("bf16", "fp8")
+    }
+    for kv in ("bf16", "fp8"):
+        assert tpot["h100-sxm", kv] >= tpot["h200", kv] >= tpot["b200", kv]
+    for gpu in ("h100-sxm", "h200", "b200"):
+        assert tpot[gpu, "bf16"] >= tpot[gpu, "fp8"]

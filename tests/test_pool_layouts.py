@@ -36,7 +36,8 @@ def test_decode_pool_with_ep_and_dp_attention_counts_its_gpus_and_holds_more_seq
     assert b["cost_per_hour_usd"] == pytest.approx(16 * 3.0)
     assert (b["decode_ep"], b["decode_dp_attention"]) == (8, 8)
     # MLA's latent KV is replicated over tp 8 but split over 8 DP ranks: more sequences fit
-    assert a["decode_batch"] < 256 == b["decode_batch"]
+    slots = [d["load"]["decode_capacity_batch"] for d in (a, b)]
+    assert slots[0] < 256 == slots[1]
     # the KV of one request lives on one attention rank (tp 1, MLA: one shard either way)
     assert b["kv_transfer_ms"] == pytest.approx(a["kv_transfer_ms"])
 

@@ -492,6 +492,12 @@ def in_flight_batch(row_at: Callable[[int], Row], rate: float, output_len: int, 
         life_s = (float(row["ttft_unloaded_ms"]) + (output_len - 1) * float(row["tpot_ms"])) / 1e3
         return b >= rate * life_s and float(row["requests_per_s"]) >= rate
 
+    return least_batch(enough, cap)
+
+
+def least_batch(enough: Callable[[int], bool], cap: int) -> int:
+    """The least whole batch b in [1, cap] with enough(b), cap when none below it has:
+    a bisection (ceil(log2 cap) calls), as `enough` holds from some batch on."""
     lo, hi = 0, cap  # enough(hi) or hi == cap; not enough(lo) (no batch of 0)
     while hi - lo > 1:
         mid = (lo + hi) // 2

@@ -15,19 +15,24 @@ candidate grid evaluated with its role (perf/disagg.py); here the two are combin
   decode step + M/D/c wait for a decode slot;
 * or a closed loop of C clients (`concurrency`, what a benchmark's --max-concurrency runs),
   as `planning.estimate.closed_loop` runs one for an aggregated replica: each decode worker
-  holds b = min(ceil(C / workers), max_num_seqs, what memory holds); TTFT = t_pf + the
+  has c = min(ceil(C / workers), max_num_seqs, what memory holds) slots; TTFT = t_pf + the
   per-request latency + the wait behind the other C - 1 clients' prompts (M/D/1 per
   prefill worker at their share of the rate X) + the transfer + half a step, where X
   solves Little's law over the clients, X (TTFT(X) + (O - 1) TPOT) = C, below
   min(R_p, R_d); where no X does, the smaller pool is full and holds the rest of the
   clients' cycle: in the prefill queue, or waiting for a decode slot;
-* TPOT = the decode step at the decode batch (no prefill interrupts it);
+* TPOT = the decode step (no prefill interrupts it) at the batch b in flight per decode
+  worker, not at its c slots (timed there, more memory or bandwidth read slower): the least
+  b that carries the worker's share r of the rate, b >= r (O - 1) TPOT(b) (Little's law) and
+  b / (O TPOT(b)) >= r, found by bisection (`estimate.least_batch`), at most c; the
+  capacity and the M/D/c slot wait stay at c;
 * cost = (prefill GPUs + decode GPUs) x the GPU price, GPUs = workers x GPUs per worker.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +51,7 @@ from planner.planning.estimate import (
     check_used,
     default_max_num_seqs,
     given_options,
+    least_batch,
     negligible,
     one_row_grid,
 )
@@ -119,44 +125,73 @@ def estimate_disaggregated(req: EstimateRequest, pools: Pools, catalog: Catalog)
     model = catalog.model(req.model)
     check_context(model, req.input_len, req.output_len)
     max_num_seqs = req.batch or default_max_num_seqs(req, catalog)
-    decode_batch = max_num_seqs
     link = kv_link_for(pools, catalog, req.gpu)  # issue #11: NVLink when both share a node
     pre = _pool_row(req, catalog, "prefill", pools, 1, link)
-    dec = _pool_row(req, catalog, "decode", pools, 1, link)
-    decode_batch = max(min(decode_batch, int(dec["max_batch"])), 1)
+    dec_at = _decode_rows(req, catalog, pools, link)
+    for role, row in (("prefill", pre), ("decode", dec_at(1))):
+        _refuse_unfit(req, role, row)
+    cap = max(min(max_num_seqs, int(dec_at(1)["max_batch"])), 1)
     if req.concurrency is not None:  # no more in flight per worker than the clients
-        clients = math.ceil(req.concurrency / pools.decode_workers)
-        decode_batch = max(min(clients, decode_batch), 1)
-    dec = _pool_row(req, catalog, "decode", pools, decode_batch, link)
-    for role, row in (("prefill", pre), ("decode", dec)):
-        if not bool(row["fits"]):
-            raise InputError(
-                f"out of memory: {req.model} on {req.gpu} does not fit a {role} worker of "
-                f"{int(row['gpus_per_replica'])} GPU(s) at {req.quant}: weights "
-                f"{float(row['weights_per_gpu_gb']):.1f} GB per GPU against "
-                f"{float(row['memory_usable_gb']):.1f} GB usable (short by "
-                f"{float(row['memory_shortfall_gb']):.1f} GB with one sequence); raise "
-                f"--{role}-tp (or, for an MoE model, --{role}-ep with --{role}-dp-attention), "
-                "try a smaller --quant or a bigger --gpu"
-            )
+        cap = max(min(math.ceil(req.concurrency / pools.decode_workers), cap), 1)
     cap_p = pools.prefill_workers * float(pre["requests_per_s"])
-    cap_d = pools.decode_workers * float(dec["requests_per_s"])
+    cap_d = pools.decode_workers * float(dec_at(cap)["requests_per_s"])
     if req.concurrency is not None:
-        return _closed_loop(req, pools, pre, dec, (cap_p, cap_d), max_num_seqs)
-    return _open_loop(req, pools, pre, dec, (cap_p, cap_d), max_num_seqs)
+        return _closed_loop(req, pools, pre, dec_at, (cap_p, cap_d), (max_num_seqs, cap))
+    return _open_loop(req, pools, pre, dec_at, (cap_p, cap_d), (max_num_seqs, cap))
+
+
+def _decode_rows(
+    req: EstimateRequest, catalog: Catalog, pools: Pools, link: str
+) -> Callable[[int], Row]:
+    """The decode pool's row at a batch, each evaluated once (the bisections ask again)."""
+    rows: dict[int, Row] = {}
+
+    def row_at(batch: int) -> Row:
+        if batch not in rows:
+            rows[batch] = _pool_row(req, catalog, "decode", pools, batch, link)
+        return rows[batch]
+
+    return row_at
+
+
+def _refuse_unfit(req: EstimateRequest, role: str, row: Row) -> None:
+    """Exit 2 when not one sequence fits a worker of the `role` pool."""
+    if bool(row["fits"]):
+        return
+    raise InputError(
+        f"out of memory: {req.model} on {req.gpu} does not fit a {role} worker of "
+        f"{int(row['gpus_per_replica'])} GPU(s) at {req.quant}: weights "
+        f"{float(row['weights_per_gpu_gb']):.1f} GB per GPU against "
+        f"{float(row['memory_usable_gb']):.1f} GB usable (short by "
+        f"{float(row['memory_shortfall_gb']):.1f} GB with one sequence); raise "
+        f"--{role}-tp (or, for an MoE model, --{role}-ep with --{role}-dp-attention), "
+        "try a smaller --quant or a bigger --gpu"
+    )
+
+
+def _holds(row: Row, per_worker: float, output_len: int) -> bool:
+    """Whether a decode worker at the row's batch b carries `per_worker` req/s: Little's law
+    over a request's O - 1 steps there, b >= rate (O - 1) TPOT(b), and b serves the rate,
+    R_d(b) = b / (O TPOT(b)) >= rate (so TPOT is timed at the batch in flight)."""
+    b, step = int(row["batch"]), float(row["tpot_step_ms"]) / 1e3
+    held = per_worker * (output_len - 1) * step
+    return b >= held and float(row["requests_per_s"]) >= per_worker
 
 
 def _open_loop(
     req: EstimateRequest,
     pools: Pools,
     pre: Row,
-    dec: Row,
+    dec_at: Callable[[int], Row],
     caps: tuple[float, float],
-    max_num_seqs: int,
+    batches: tuple[int, int],
 ) -> dict:
     """Poisson arrivals at `rate` (else `utilisation` x the smaller pool's capacity), split
-    evenly over each pool's workers: M/D/1 behind other prompts, M/D/c for a decode slot."""
+    evenly over each pool's workers: M/D/1 behind other prompts; each decode worker holds
+    the least batch b that carries its share (`_holds`), of c slots (`batches`:
+    max_num_seqs and c, the most it holds), and a request waits M/D/c for one of them."""
     cap_p, cap_d = caps
+    seqs, cap = batches
     capacity = min(cap_p, cap_d)
     rate = req.rate if req.rate is not None else req.utilisation * capacity
     if rate >= capacity:
@@ -165,17 +200,17 @@ def _open_loop(
             f"{plain(capacity)} req/s (prefill {plain(cap_p)}, decode {plain(cap_d)}); add "
             "workers to the smaller pool"
         )
+    per_worker = rate / pools.decode_workers
+    b = least_batch(lambda n: _holds(dec_at(n), per_worker, req.output_len), cap)
+    dec = dec_at(b)
     share = float(pre["prefill_share_ms"]) / 1e3
-    step = float(dec["tpot_step_ms"]) / 1e3
-    b = int(dec["batch"])
+    held_s = req.output_len * float(dec["tpot_step_ms"]) / 1e3  # a slot's O steps at batch b
     wait_p = float(q.wait_for_prefill(rate / pools.prefill_workers, share, req.statistic))
-    slot = float(np.asarray(q.wait_for_slot(b, rate / cap_d, req.output_len * step, req.statistic)))
+    busy = per_worker * held_s / cap  # of the c slots: b / c and below, as R_d(b) >= rate
+    slot = float(np.asarray(q.wait_for_slot(cap, busy, held_s, req.statistic)))
     kind, value = ("rate", rate) if req.rate is not None else ("utilization", req.utilisation)
-    # Little's law over a decode worker: what it holds at this rate (its step is timed at the
-    # full batch b, an upper bound on TPOT)
-    held = rate / pools.decode_workers * (req.output_len - 1) * step
-    load = {"kind": kind, kind: value, "batch_in_flight": min(math.ceil(held), b)}
-    load |= {"decode_batch_timed": b, "max_num_seqs": max_num_seqs}
+    load = {"kind": kind, kind: value, "batch_in_flight": b, "decode_batch_timed": b}
+    load |= {"decode_capacity_batch": cap, "max_num_seqs": seqs}
     return _combined(req, pools, pre, dec, rate, caps, (wait_p, slot), load)
 
 
@@ -183,18 +218,40 @@ def _closed_loop(
     req: EstimateRequest,
     pools: Pools,
     pre: Row,
-    dec: Row,
+    dec_at: Callable[[int], Row],
     caps: tuple[float, float],
-    seqs: int,
+    batches: tuple[int, int],
 ) -> dict:
-    """C clients in a closed loop on the two pools (module docstring): the rate X solves
-    Little's law over the clients, X (TTFT(X) + (O - 1) TPOT) = C, where the wait behind the
-    other clients' prompts grows with X; where no X below the smaller pool's capacity does,
-    that pool saturates and holds the rest of the clients' cycle in their TTFT."""
+    """C clients in a closed loop on the two pools (module docstring), each decode worker at
+    the least batch b that carries its share of the rate X they send (`_holds`), of at most
+    c (`batches`: max_num_seqs and c); X at that batch from `_closed_rate`."""
+    seqs, cap = batches
+    clients = int(req.concurrency or 1)
+
+    def carries(n: int) -> bool:
+        rate = _closed_rate(req, pools, pre, dec_at(n), caps)[0]
+        return _holds(dec_at(n), rate / pools.decode_workers, req.output_len)
+
+    b = least_batch(carries, cap)
+    rate, waits = _closed_rate(req, pools, pre, dec_at(b), caps)
+    load = {"kind": "concurrency", "concurrency": clients, "batch_in_flight": b}
+    load |= {"decode_batch_timed": b, "decode_capacity_batch": cap, "max_num_seqs": seqs}
+    # the steady state, as `estimate --concurrency` reports it without --num-prompts
+    load |= {"num_prompts": None, "first_round_share": 0.0}
+    return _combined(req, pools, pre, dec_at(b), rate, caps, waits, load)
+
+
+def _closed_rate(
+    req: EstimateRequest, pools: Pools, pre: Row, dec: Row, caps: tuple[float, float]
+) -> tuple[float, tuple[float, float]]:
+    """The rate X of C clients with the decode step of `dec`, and the seconds a request waits
+    for a prefill worker and a decode slot: X solves Little's law over the clients,
+    X (TTFT(X) + (O - 1) TPOT) = C, where the wait behind the other clients' prompts grows
+    with X; where no X below the smaller pool's capacity does, that pool saturates and
+    holds the rest of the clients' cycle in their TTFT."""
     clients = int(req.concurrency or 1)
     share = float(pre["prefill_share_ms"]) / 1e3
     step = float(dec["tpot_step_ms"]) / 1e3
-    b = int(dec["batch"])
     slot = 0.0  # a wait for a decode slot only where the decode pool is the full one
     transfer_s = max(float(pre["kv_transfer_ms"]), float(dec["kv_transfer_ms"])) / 1e3
     host_s = float(pre["eff_request_overhead_ms"]) / 1e3  # the per-request latency (#10)
@@ -219,10 +276,7 @@ def _closed_loop(
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if mid * (fixed + wait(mid) + decoding) < clients else (lo, mid)
         rate, wait_p = lo, wait(lo)
-    load = {"kind": "concurrency", "concurrency": clients, "batch_in_flight": b}
-    # the steady state, as `estimate --concurrency` reports it without --num-prompts
-    load |= {"max_num_seqs": seqs, "num_prompts": None, "first_round_share": 0.0}
-    return _combined(req, pools, pre, dec, rate, caps, (wait_p, slot), load)
+    return rate, (wait_p, slot)
 
 
 def _combined(
@@ -259,7 +313,7 @@ def _combined(
         "input_len": req.input_len,
         "output_len": req.output_len,
         **{k: int(v) for k, v in vars(pools).items()},
-        "decode_batch": b,
+        "decode_batch": b,  # in flight per decode worker at this load: TPOT's batch
         "decode_max_batch": int(dec["max_batch"]),  # what a decode worker's memory holds
         "prefill_gpus_per_worker": per_p,
         "decode_gpus_per_worker": per_d,

@@ -19,27 +19,33 @@ def _worker(d: dict, role: str) -> str:
 
 def _load(d: dict) -> str:
     """What load the figures are at: a closed loop of C clients, an open-loop rate, or a
-    share of the pools' capacity."""
+    share of the pools' capacity; and the decode batch in flight there."""
     load = d.get("load", {})
     kind = load.get("kind")
     per = f"{load.get('batch_in_flight')} in flight per decode worker"
     if kind == "concurrency":
         return f"Load: concurrency {load['concurrency']} (closed loop); {per}"
-    timed = f"about {per} (TPOT timed at the full batch, {load.get('decode_batch_timed')})"
     if kind == "rate":
-        return f"Load: {plain(load['rate'])} req/s (open loop, Poisson); {timed}"
-    return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {timed}"
+        return f"Load: {plain(load['rate'])} req/s (open loop, Poisson); {per}"
+    return f"Load: {100 * load.get('utilization', 0):g}% of the pools' capacity; {per}"
 
 
 def _batch_why(d: dict) -> str:
-    """Why a decode worker's batch is below max_num_seqs: its memory, or the clients it
+    """Why a decode worker's slots are below max_num_seqs: its memory, or the clients it
     has (the text said 'batch 42' under --batch 48 with no reason)."""
-    b, cap = d["decode_batch"], d.get("load", {}).get("max_num_seqs")
-    if cap is None or b >= cap:
+    load = d.get("load", {})
+    c, cap = load.get("decode_capacity_batch", d["decode_batch"]), load.get("max_num_seqs")
+    if cap is None or c >= cap:
         return ""
-    if b == d.get("decode_max_batch"):
+    if c == d.get("decode_max_batch"):
         return f" (what its memory holds; max_num_seqs {cap})"
     return f" (its share of the clients; max_num_seqs {cap})"
+
+
+def _slots(d: dict) -> str:
+    """'87 slots': the most sequences a decode worker holds at once."""
+    c = d.get("load", {}).get("decode_capacity_batch", d["decode_batch"])
+    return f"{c} slot{'s' * (c != 1)}"
 
 
 def _join(d: dict) -> float:
@@ -52,7 +58,10 @@ def _tpot(d: dict) -> str:
     """The decode pool's TPOT; none with one output token (no time between tokens)."""
     if not math.isfinite(d["tpot_ms"]):
         return "TPOT n/a (one output token: no time between tokens)"
-    return f"TPOT {d['tpot_ms']:.1f} ms (the decode step: no prefill interrupts it)"
+    return (
+        f"TPOT {d['tpot_ms']:.1f} ms (the decode step at the batch in flight, "
+        f"{d['decode_batch']}: no prefill interrupts it)"
+    )
 
 
 def _cost(d: dict) -> str:
@@ -74,7 +83,7 @@ def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
         [
             f"{d['model']} on {d['gpu']} {d['quant']} (KV {d['kv_dtype']}), disaggregated: "
             f"prefill {_worker(d, 'prefill')}, decode "
-            f"{_worker(d, 'decode')} at batch {d['decode_batch']}{_batch_why(d)}, "
+            f"{_worker(d, 'decode')} with {_slots(d)}{_batch_why(d)}, "
             f"{d['gpus']} GPUs; {d['input_len']:,.0f} in / {d['output_len']:,.0f} out tokens",
             _load(d),
             f"TTFT {d['ttft_ms']:,.0f} ms ({d['statistic']}) = prefill {d['prefill_ms']:,.0f} "
