@@ -338,3 +338,44 @@ def test_solve_on_a_fleet_names_hardware_fleet_not_inventory(tmp_path):
     assert res.exit_code == 1
     assert "raise hardware.fleet or constraints.max_gpus" in res.output
     assert "hardware.inventory" not in res.output
+
+
+def _fleet16_with(fleet16, hardware: dict | None = None, constraints: dict | None = None):
+    """fleet-16xh100 with hardware / constraints keys changed, and its capacity."""
+    scenario, cat, _ = fleet16
+    hw = scenario.hardware.model_copy(update=hardware or {})
+    c = scenario.constraints.model_copy(update=constraints or {})
+    changed = scenario.model_copy(update={"hardware": hw, "constraints": c})
+    return changed, cat, fleet_capacity(changed, cat)
+
+
+def test_an_inventory_below_the_fleet_is_what_the_headline_names(fleet16):
+    """16 H100s owned, an inventory of 8: 4 tp 2 replicas, half of the 16's 8 (each replica
+    40.2 / 8 = 5.03 req/s), and the headline says 8 of the 16 are usable, not '16 x h100-sxm
+    serves' beside '8 of 8 in use'."""
+    _, _, whole = fleet16
+    _, _, result = _fleet16_with(fleet16, hardware={"inventory": {"h100-sxm": 8}})
+    assert result.max_requests_per_second == pytest.approx(whole.max_requests_per_second / 2)
+    assert sum(d.replicas for d in result.deployments) == 4
+    assert result.usable == {"h100-sxm": 8}
+    assert result.binding[0] == (
+        "GPU count: 8 of 8 usable h100-sxm in use (hardware.inventory caps the fleet's 16)"
+    )
+    text = render_capacity(result)
+    assert "16 x h100-sxm (8 usable: hardware.inventory) serves at most 20.1 requests/s" in (
+        " ".join(text.split())
+    )
+
+
+def test_max_gpus_is_named_when_it_leaves_gpus_idle(fleet16):
+    """max_gpus 11 on 16 H100s: 5 tp 2 replicas (10 GPUs, 5/8 of 40.2 = 25.1 req/s); a sixth
+    would add 5.03 req/s, so the 6 idle GPUs are max_gpus's doing, not 'no replica adds
+    capacity'."""
+    _, _, whole = fleet16
+    _, _, result = _fleet16_with(fleet16, constraints={"max_gpus": 11})
+    assert result.max_requests_per_second == pytest.approx(whole.max_requests_per_second * 5 / 8)
+    assert result.binding[0] == (
+        "GPU count: 6 h100-sxm idle: constraints.max_gpus 11 blocks another replica (10 GPUs "
+        "in use, the smallest h100-sxm replica takes 2)"
+    )
+    assert not any("no replica adds capacity" in b for b in result.binding)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from planner.errors import InfeasibleError, InputError, unknown_name_message
-from planner.fleet.capacity import ScaleProblem, ScaleSolution, max_scale
+from planner.fleet.capacity import ScaleProblem, max_scale
 from planner.fleet.selection import (
     CANDIDATE_KEY,
     Offered,
@@ -101,6 +101,7 @@ class Capacity:
     at_rate: tuple[ClassLatency, ...] | None = None
     rate_requests_per_second: float | None = None
     notes: tuple[str, ...] = ()  # what the answer leaves out (prefill/decode pools)
+    usable: dict[str, int] | None = None  # per fleet GPU: min(fleet, hardware.inventory)
 
 
 def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
@@ -232,6 +233,7 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
     out_tok = s * sum(mix[c.name] * c.output_tokens for c in classes)
     all_tok = s * sum(mix[c.name] * (c.input_tokens + c.output_tokens) for c in classes)
     fleet = dict(scenario.hardware.fleet)
+    usable = {g: min(n, problem.fleet.get(g, n)) for g, n in fleet.items()}
     cost = None
     if all(g in listed for g in fleet):
         cost = sum(listed[g].usd_per_gpu_hour * n for g, n in fleet.items())
@@ -239,6 +241,7 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
         scenario_name=scenario.name or "scenario",
         model_id=model.id,
         fleet=fleet,
+        usable=usable,
         status=solution.status,
         max_requests_per_second=s,
         upper_bound_requests_per_second=solution.bound,
@@ -247,7 +250,7 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
         classes=classes,
         mix=mix,
         deployments=lines,
-        binding=tuple(_binding(problem, solution, lines, used)),
+        binding=tuple(_binding(problem, lines, used, fleet)),
         gpus_used=used,
         utilisation=scenario.search.target_utilization,
         relative_gap=scenario.solver.relative_gap,
@@ -299,19 +302,19 @@ def _batch_limit(rows: Table, key: dict[str, Any], served: list[str]) -> str:
     return f"batch {step} meets the SLA but carries no more at this mix"
 
 
-def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> list[str]:
-    """What stops more demand: the GPU counts (no further replica fits), then what caps each
-    deployment's batch."""
+def _binding(
+    problem: ScaleProblem, lines: tuple[CapacityLine, ...], used: dict[str, int], fleet: dict
+) -> list[str]:
+    """What stops more demand: the GPU counts (no further replica fits, or max_gpus forbids
+    one), then what caps each deployment's batch."""
     out = []
     for gpu_id, count in sorted(problem.fleet.items()):
         tps = [t for g, t in zip(problem.gpu, problem.tp, strict=True) if g == gpu_id]
-        spare = count - used.get(gpu_id, 0)
-        if tps and spare < min(tps):
-            out.append(f"GPU count: {used.get(gpu_id, 0)} of {count} {gpu_id} in use")
-        elif tps:
-            out.append(f"GPU count: {spare} {gpu_id} idle (no replica adds capacity at this mix)")
-    if problem.max_gpus is not None and sum(used.values()) + min(problem.tp) > problem.max_gpus:
-        out.append(f"constraints.max_gpus: {sum(used.values())} of {problem.max_gpus} in use")
+        if tps:
+            out.append(_gpu_count(gpu_id, count, fleet.get(gpu_id, count), min(tps), problem, used))
+    total = sum(used.values())
+    if problem.max_gpus is not None and total + min(problem.tp) > problem.max_gpus:
+        out.append(f"constraints.max_gpus: {total} of {problem.max_gpus} in use")
     for line in lines:
         shape = "".join(
             f" {k} {v}" for k, v in (("pp", line.pp), ("ep", line.ep), ("dp", line.dp_attention))
@@ -321,6 +324,28 @@ def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> lis
             f"{line.gpu} tp {line.tp}{shape} {line.quant} batch {line.batch}: {line.batch_limit}"
         )
     return out
+
+
+def _gpu_count(
+    gpu_id: str, usable: int, owned: int, smallest: int, problem: ScaleProblem, used: dict
+) -> str:
+    """One GPU type's line: all usable in use (and what caps the usable count), or the idle
+    ones and why no replica takes them: constraints.max_gpus when it forbids even the
+    smallest, else none adds capacity at this mix."""
+    n = used.get(gpu_id, 0)
+    spare = usable - n
+    total = sum(used.values())
+    if spare < smallest:
+        capped = f" (hardware.inventory caps the fleet's {owned})" if usable < owned else ""
+        usable_text = " usable" if usable < owned else ""
+        return f"GPU count: {n} of {usable}{usable_text} {gpu_id} in use{capped}"
+    if problem.max_gpus is not None and total + smallest > problem.max_gpus:
+        return (
+            f"GPU count: {spare} {gpu_id} idle: constraints.max_gpus {problem.max_gpus} blocks "
+            f"another replica ({total} GPUs in use, the smallest {gpu_id} replica takes "
+            f"{smallest})"
+        )
+    return f"GPU count: {spare} {gpu_id} idle (no replica adds capacity at this mix)"
 
 
 # ---- the reverse question: the latency each class sees at a given rate ----------------------
