@@ -379,3 +379,51 @@ def test_max_gpus_is_named_when_it_leaves_gpus_idle(fleet16):
         "in use, the smallest h100-sxm replica takes 2)"
     )
     assert not any("no replica adds capacity" in b for b in result.binding)
+
+
+def test_hardware_gpus_outside_the_fleet_exit_2_naming_both_keys(tmp_path):
+    """fleet {h100-sxm: 16} with gpus [h200]: capacity used the 16 H100s while solve planned
+    H200s the team does not own; both now refuse the contradiction."""
+    path = tmp_path / "h200.yaml"
+    path.write_text(FLEET.read_text().replace("  fleet:", "  gpus: [h200]\n  fleet:"))
+    for command in (["capacity"], ["solve", "--no-export"]):
+        res = CliRunner().invoke(cli, [command[0], str(path), *command[1:]], obj={})
+        assert res.exit_code == 2, res.output
+        assert "hardware.gpus: h200 not in hardware.fleet ({h100-sxm: 16})" in res.output
+        assert "Traceback" not in res.output
+
+
+MIXED = ROOT / "scenarios" / "mixed-traffic.yaml"
+
+
+def _mixed_on_l40s_and_gaudi3(tmp_path, rate: float, price: float | None = None) -> Path:
+    """mixed-traffic's classes at `rate` req/s on a fleet of 4 L40S and 2 Gaudi 3 (no catalog
+    price), the Gaudi 3s priced at `price` $/GPU-hour when given."""
+    import yaml
+
+    doc = yaml.safe_load(MIXED.read_text())
+    doc["hardware"] = {"fleet": {"l40s": 4, "gaudi3": 2}}
+    if price is not None:
+        doc["hardware"]["pricing"] = {"usd_per_gpu_hour": {"gaudi3": price}}
+    doc["workload"]["requests_per_second"] = rate
+    doc.pop("finance", None)
+    path = tmp_path / "mixed-fleet.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_solve_names_unpriced_fleet_gpus_it_left_out(tmp_path, catalog):
+    """capacity uses the unpriced Gaudi 3s (an owned fleet needs no price); solve at that rate
+    left them out and only said 11 L40S were needed. It now names them and the key to price
+    them by, and with a price it plans the capacity's rate."""
+    scenario, cat = load_scenario(_mixed_on_l40s_and_gaudi3(tmp_path, 1.0), catalog)
+    top = fleet_capacity(scenario, cat).max_requests_per_second
+    assert {d.gpu for d in fleet_capacity(scenario, cat).deployments} >= {"gaudi3"}
+    path = _mixed_on_l40s_and_gaudi3(tmp_path, round(top, 2) - 0.01)
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"], obj={})
+    assert res.exit_code == 1, res.output
+    assert "hardware.fleet's gaudi3 left out: no on-demand price in the catalog" in res.output
+    assert "hardware.pricing.usd_per_gpu_hour: {gaudi3: <$/GPU-hour>}" in res.output
+    priced = _mixed_on_l40s_and_gaudi3(tmp_path, round(top, 2) - 0.01, price=2.0)
+    res = CliRunner().invoke(cli, ["solve", str(priced), "--no-export"], obj={})
+    assert res.exit_code == 0, res.output

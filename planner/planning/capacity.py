@@ -115,6 +115,9 @@ def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
     for gpu_id in fleet:
         if gpu_id not in catalog.gpus:
             raise InputError("hardware.fleet: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
+    outside = scenario.hardware.outside_fleet()
+    if outside is not None:
+        raise InputError(outside)
     return fleet
 
 
