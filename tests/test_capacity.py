@@ -427,3 +427,23 @@ def test_solve_names_unpriced_fleet_gpus_it_left_out(tmp_path, catalog):
     priced = _mixed_on_l40s_and_gaudi3(tmp_path, round(top, 2) - 0.01, price=2.0)
     res = CliRunner().invoke(cli, ["solve", str(priced), "--no-export"], obj={})
     assert res.exit_code == 0, res.output
+
+
+def test_hardware_gpus_within_the_fleet_bound_capacity_as_they_bind_solve(fleet16, unhurried):
+    """fleet {h100-sxm: 16, l40s: 8} with gpus [l40s]: capacity used the H100s solve may not;
+    it now plans the L40S alone (70B fp8 needs tp 8 on 48 GB cards: one replica), says the
+    H100s are not usable by hardware.gpus, and solve at that rate fits the 8 L40S."""
+    scenario, cat, result = _fleet16_with(
+        fleet16,
+        hardware={"fleet": {"h100-sxm": 16, "l40s": 8}, "gpus": ["l40s"]},
+        constraints={"min_replicas": 1},
+    )
+    assert result.gpus_used == {"l40s": 8}
+    assert [(d.gpu, d.tp, d.replicas) for d in result.deployments] == [("l40s", 8, 1)]
+    assert result.usable == {"h100-sxm": 0, "l40s": 8}
+    assert "16 x h100-sxm (0 usable: hardware.gpus), 8 x l40s serves" in " ".join(
+        render_capacity(result).split()
+    )
+    top = result.max_requests_per_second
+    at = plan(unhurried(scenario_at_rate(scenario, top)), cat)
+    assert at.fleet.total_gpus <= 8 and {d.gpu for d in at.fleet.deployments} == {"l40s"}

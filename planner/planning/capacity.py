@@ -102,6 +102,7 @@ class Capacity:
     rate_requests_per_second: float | None = None
     notes: tuple[str, ...] = ()  # what the answer leaves out (prefill/decode pools)
     usable: dict[str, int] | None = None  # per fleet GPU: min(fleet, hardware.inventory)
+    usable_key: dict[str, str] | None = None  # the key that caps a GPU type below the fleet
 
 
 def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
@@ -121,6 +122,13 @@ def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
     return fleet
 
 
+def _listed(scenario: Scenario) -> list[str]:
+    """The fleet GPUs a capacity answer may plan: hardware.gpus (a subset of the fleet, as
+    for solve), else the whole fleet."""
+    hw = scenario.hardware
+    return sorted(hw.gpus) if hw.gpus is not None else sorted(hw.fleet)
+
+
 def evaluated(
     scenario: Scenario, catalog: Catalog
 ) -> tuple[Model, tuple[RequestClassPlan, ...], Table, dict[str, Price]]:
@@ -134,7 +142,7 @@ def evaluated(
     for cl in classes:
         check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
     own = aggregated_only(scenario).model_copy(
-        update={"hardware": scenario.hardware.model_copy(update={"gpus": sorted(fleet)})}
+        update={"hardware": scenario.hardware.model_copy(update={"gpus": _listed(scenario)})}
     )
     listed = {g: p for g in fleet if (p := gpu_price(catalog.gpus[g], scenario.hardware.pricing))}
     stub = {g: NO_PRICE for g in fleet}
@@ -206,7 +214,10 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
 def _fleet_limits_message(scenario: Scenario, problem: ScaleProblem) -> str:
     """Why no replica set fits the fleet: too small for one replica, or the constraints
     (only those the scenario sets are named)."""
-    fleet = ", ".join(f"{n} x {g}" for g, n in sorted(problem.fleet.items()))
+    listed = set(problem.gpu)  # the types with a candidate (hardware.gpus, the engine's)
+    fleet = ", ".join(f"{n} x {g}" for g, n in sorted(problem.fleet.items()) if g in listed)
+    if scenario.hardware.gpus is not None:
+        fleet += " (the fleet's GPUs hardware.gpus lists)"
     smallest = min(problem.tp)
     fits = any(t <= problem.fleet.get(g, 0) for g, t in zip(problem.gpu, problem.tp, strict=True))
     if not fits:
@@ -236,7 +247,7 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
     out_tok = s * sum(mix[c.name] * c.output_tokens for c in classes)
     all_tok = s * sum(mix[c.name] * (c.input_tokens + c.output_tokens) for c in classes)
     fleet = dict(scenario.hardware.fleet)
-    usable = {g: min(n, problem.fleet.get(g, n)) for g, n in fleet.items()}
+    usable, usable_key = _usable(scenario, problem)
     cost = None
     if all(g in listed for g in fleet):
         cost = sum(listed[g].usd_per_gpu_hour * n for g, n in fleet.items())
@@ -245,6 +256,7 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
         model_id=model.id,
         fleet=fleet,
         usable=usable,
+        usable_key=usable_key,
         status=solution.status,
         max_requests_per_second=s,
         upper_bound_requests_per_second=solution.bound,
@@ -259,6 +271,23 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
         relative_gap=scenario.solver.relative_gap,
         fleet_cost_per_hour_usd=cost,
     )
+
+
+def _usable(scenario: Scenario, problem: ScaleProblem) -> tuple[dict[str, int], dict[str, str]]:
+    """Per fleet GPU, how many the answer may use, and the key that caps it below the fleet:
+    hardware.gpus or hardware.exclude leave a type out, hardware.inventory lowers its count."""
+    hw = scenario.hardware
+    usable: dict[str, int] = {}
+    key: dict[str, str] = {}
+    for g, n in hw.fleet.items():
+        usable[g] = min(n, problem.fleet.get(g, n))
+        if hw.gpus is not None and g not in hw.gpus:
+            usable[g], key[g] = 0, "hardware.gpus"
+        elif g in hw.exclude:
+            usable[g], key[g] = 0, "hardware.exclude"
+        elif usable[g] < n:
+            key[g] = "hardware.inventory"
+    return usable, key
 
 
 def _lines(rows, offered, problem, solution, classes):
