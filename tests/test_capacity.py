@@ -351,3 +351,112 @@ def test_a_fleet_on_llama_cpp_serves_with_the_quants_it_loads(fleet16):
     fp8 = cpp.search.model_copy(update={"quants": ["fp8"]})
     with pytest.raises(InputError, match="llamacpp runs none of the quants asked for"):
         fleet_capacity(cpp.model_copy(update={"search": fp8}), cat)
+
+
+def _fleet16_with(fleet16, hardware: dict | None = None, constraints: dict | None = None):
+    """fleet-16xh100 with hardware / constraints keys changed, and its capacity."""
+    scenario, cat, _ = fleet16
+    hw = scenario.hardware.model_copy(update=hardware or {})
+    c = scenario.constraints.model_copy(update=constraints or {})
+    changed = scenario.model_copy(update={"hardware": hw, "constraints": c})
+    return changed, cat, fleet_capacity(changed, cat)
+
+
+def test_an_inventory_below_the_fleet_is_what_the_headline_names(fleet16):
+    """16 H100s owned, an inventory of 8: 4 tp 2 replicas, half of the 16's 8 (each replica
+    40.2 / 8 = 5.03 req/s), and the headline says 8 of the 16 are usable, not '16 x h100-sxm
+    serves' beside '8 of 8 in use'."""
+    _, _, whole = fleet16
+    _, _, result = _fleet16_with(fleet16, hardware={"inventory": {"h100-sxm": 8}})
+    assert result.max_requests_per_second == pytest.approx(whole.max_requests_per_second / 2)
+    assert sum(d.replicas for d in result.deployments) == 4
+    assert result.usable == {"h100-sxm": 8}
+    assert result.binding[0] == (
+        "GPU count: 8 of 8 usable h100-sxm in use (hardware.inventory caps the fleet's 16)"
+    )
+    text = render_capacity(result)
+    assert "16 x h100-sxm (8 usable: hardware.inventory) serves at most 20.1 requests/s" in (
+        " ".join(text.split())
+    )
+
+
+def test_max_gpus_is_named_when_it_leaves_gpus_idle(fleet16):
+    """max_gpus 11 on 16 H100s: 5 tp 2 replicas (10 GPUs, 5/8 of 40.2 = 25.1 req/s); a sixth
+    would add 5.03 req/s, so the 6 idle GPUs are max_gpus's doing, not 'no replica adds
+    capacity'."""
+    _, _, whole = fleet16
+    _, _, result = _fleet16_with(fleet16, constraints={"max_gpus": 11})
+    assert result.max_requests_per_second == pytest.approx(whole.max_requests_per_second * 5 / 8)
+    assert result.binding[0] == (
+        "GPU count: 6 h100-sxm idle: constraints.max_gpus 11 blocks another replica (10 GPUs "
+        "in use, the smallest h100-sxm replica takes 2)"
+    )
+    assert not any("no replica adds capacity" in b for b in result.binding)
+
+
+def test_hardware_gpus_outside_the_fleet_exit_2_naming_both_keys(tmp_path):
+    """fleet {h100-sxm: 16} with gpus [h200]: capacity used the 16 H100s while solve planned
+    H200s the team does not own; both now refuse the contradiction."""
+    path = tmp_path / "h200.yaml"
+    path.write_text(FLEET.read_text().replace("  fleet:", "  gpus: [h200]\n  fleet:"))
+    for command in (["capacity"], ["solve", "--no-export"]):
+        res = CliRunner().invoke(cli, [command[0], str(path), *command[1:]], obj={})
+        assert res.exit_code == 2, res.output
+        assert "hardware.gpus: h200 not in hardware.fleet ({h100-sxm: 16})" in res.output
+        assert "Traceback" not in res.output
+
+
+MIXED = ROOT / "scenarios" / "mixed-traffic.yaml"
+
+
+def _mixed_on_l40s_and_gaudi3(tmp_path, rate: float, price: float | None = None) -> Path:
+    """mixed-traffic's classes at `rate` req/s on a fleet of 4 L40S and 2 Gaudi 3 (no catalog
+    price), the Gaudi 3s priced at `price` $/GPU-hour when given."""
+    import yaml
+
+    doc = yaml.safe_load(MIXED.read_text())
+    doc["hardware"] = {"fleet": {"l40s": 4, "gaudi3": 2}}
+    if price is not None:
+        doc["hardware"]["pricing"] = {"usd_per_gpu_hour": {"gaudi3": price}}
+    doc["workload"]["requests_per_second"] = rate
+    doc.pop("finance", None)
+    path = tmp_path / "mixed-fleet.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_solve_names_unpriced_fleet_gpus_it_left_out(tmp_path, catalog):
+    """capacity uses the unpriced Gaudi 3s (an owned fleet needs no price); solve at that rate
+    left them out and only said 11 L40S were needed. It now names them and the key to price
+    them by, and with a price it plans the capacity's rate."""
+    scenario, cat = load_scenario(_mixed_on_l40s_and_gaudi3(tmp_path, 1.0), catalog)
+    top = fleet_capacity(scenario, cat).max_requests_per_second
+    assert {d.gpu for d in fleet_capacity(scenario, cat).deployments} >= {"gaudi3"}
+    path = _mixed_on_l40s_and_gaudi3(tmp_path, round(top, 2) - 0.01)
+    res = CliRunner().invoke(cli, ["solve", str(path), "--no-export"], obj={})
+    assert res.exit_code == 1, res.output
+    assert "hardware.fleet's gaudi3 left out: no on-demand price in the catalog" in res.output
+    assert "hardware.pricing.usd_per_gpu_hour: {gaudi3: <$/GPU-hour>}" in res.output
+    priced = _mixed_on_l40s_and_gaudi3(tmp_path, round(top, 2) - 0.01, price=2.0)
+    res = CliRunner().invoke(cli, ["solve", str(priced), "--no-export"], obj={})
+    assert res.exit_code == 0, res.output
+
+
+def test_hardware_gpus_within_the_fleet_bound_capacity_as_they_bind_solve(fleet16, unhurried):
+    """fleet {h100-sxm: 16, l40s: 8} with gpus [l40s]: capacity used the H100s solve may not;
+    it now plans the L40S alone (70B fp8 needs tp 8 on 48 GB cards: one replica), says the
+    H100s are not usable by hardware.gpus, and solve at that rate fits the 8 L40S."""
+    scenario, cat, result = _fleet16_with(
+        fleet16,
+        hardware={"fleet": {"h100-sxm": 16, "l40s": 8}, "gpus": ["l40s"]},
+        constraints={"min_replicas": 1},
+    )
+    assert result.gpus_used == {"l40s": 8}
+    assert [(d.gpu, d.tp, d.replicas) for d in result.deployments] == [("l40s", 8, 1)]
+    assert result.usable == {"h100-sxm": 0, "l40s": 8}
+    assert "16 x h100-sxm (0 usable: hardware.gpus), 8 x l40s serves" in " ".join(
+        render_capacity(result).split()
+    )
+    top = result.max_requests_per_second
+    at = plan(unhurried(scenario_at_rate(scenario, top)), cat)
+    assert at.fleet.total_gpus <= 8 and {d.gpu for d in at.fleet.deployments} == {"l40s"}

@@ -89,10 +89,46 @@ def test_every_replica_serves_one_model(tmp_path, catalog):
     assert (sol.load[cand[:, None] != cols[None, :]] == 0).all()
 
 
-def test_a_shared_budget_too_small_names_the_shared_limit(tmp_path, catalog):
-    path = variant(tmp_path, max_monthly_budget_usd=700)  # each alone ~$577, together ~$1,153
+def test_a_budget_below_the_models_alone_exits_1_before_the_joint_solve(tmp_path, catalog):
+    """Each model alone is one L40S ($0.79/h x 730 h = $577/month), together $1,153: a $700
+    budget is refused from the alone costs at once (it ran the joint MIP to its limit and
+    could exit 3); the joint solve is never reached."""
+    path = variant(tmp_path, max_monthly_budget_usd=700)
+    with pytest.raises(InfeasibleError) as err:
+        pl.plan_platform(*load_platform(path, catalog))
+    assert str(err.value) == (
+        "constraints.max_monthly_budget_usd: $700/month is below what the models cost planned "
+        "alone (at least $1,153/month: tiny $577; code $577), and together they cost no less; "
+        "raise the budget or drop a model"
+    )
+    assert err.value.details == {"binding": "budget"}
+
+
+def test_a_shared_gpu_cap_too_small_names_the_shared_limit(tmp_path, catalog):
+    """One GPU each alone, max_gpus 1 together: the joint MIP finds no plan."""
+    path = variant(tmp_path, max_gpus=1)
     with pytest.raises(InfeasibleError, match="shared limits: every model can be served alone"):
         pl.plan_platform(*load_platform(path, catalog))
+
+
+def test_per_model_gaps_are_not_claimed_when_the_joint_solve_stops_short(catalog):
+    """A joint solve at its time limit proves no bound per model: each section's share kept
+    its own cost as the bound (gap 0.0%) beside a platform gap of 28%; it is now NaN (null
+    in the JSON) and the text says the gap is not proven for the model."""
+    from planner.render.text import render_plan
+
+    platform, cat = load_platform(SMALL, catalog)
+    services = [pl._service(platform, i, cat) for i in range(len(platform.models))]
+    problem = pl.joint_problem(services, platform, cat)
+    joint = solve_fleet(problem, OPTIONS)
+    stopped = pl.replace(joint, status="time_limit", lower_bound=joint.cost_per_hour * 0.72)
+    share = pl._split(stopped, problem, services, 0)
+    assert np.isnan(share.lower_bound) and np.isnan(share.gap)
+    assert pl._split(joint, problem, services, 0).gap == 0.0  # optimal: the share is proven
+    section = pl._section(services[0], share, cat, OPTIONS, "time_limit")
+    assert "time_limit (gap not proven for this model: see the platform's)" in " ".join(
+        render_plan(section).split()
+    )
 
 
 def test_redundancy_holds_for_each_model(tmp_path, catalog):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from planner.errors import InfeasibleError, InputError, unknown_name_message
-from planner.fleet.capacity import ScaleProblem, ScaleSolution, max_scale
+from planner.fleet.capacity import ScaleProblem, max_scale
 from planner.fleet.selection import (
     CANDIDATE_KEY,
     Offered,
@@ -106,6 +106,8 @@ class Capacity:
     at_rate: tuple[ClassLatency, ...] | None = None
     rate_requests_per_second: float | None = None
     notes: tuple[str, ...] = ()  # what the answer leaves out (quants, prefill/decode pools)
+    usable: dict[str, int] | None = None  # per fleet GPU: min(fleet, hardware.inventory)
+    usable_key: dict[str, str] | None = None  # the key that caps a GPU type below the fleet
 
 
 def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
@@ -119,7 +121,17 @@ def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
     for gpu_id in fleet:
         if gpu_id not in catalog.gpus:
             raise InputError("hardware.fleet: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
+    outside = scenario.hardware.outside_fleet()
+    if outside is not None:
+        raise InputError(outside)
     return fleet
+
+
+def _listed(scenario: Scenario) -> list[str]:
+    """The fleet GPUs a capacity answer may plan: hardware.gpus (a subset of the fleet, as
+    for solve), else the whole fleet."""
+    hw = scenario.hardware
+    return sorted(hw.gpus) if hw.gpus is not None else sorted(hw.fleet)
 
 
 def evaluated(
@@ -135,7 +147,7 @@ def evaluated(
     for cl in classes:
         check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
     own = aggregated_only(scenario).model_copy(
-        update={"hardware": scenario.hardware.model_copy(update={"gpus": sorted(fleet)})}
+        update={"hardware": scenario.hardware.model_copy(update={"gpus": _listed(scenario)})}
     )
     listed = {g: p for g in fleet if (p := gpu_price(catalog.gpus[g], scenario.hardware.pricing))}
     stub = {g: NO_PRICE for g in fleet}
@@ -208,7 +220,10 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
 def _fleet_limits_message(scenario: Scenario, problem: ScaleProblem) -> str:
     """Why no replica set fits the fleet: too small for one replica, or the constraints
     (only those the scenario sets are named)."""
-    fleet = ", ".join(f"{n} x {g}" for g, n in sorted(problem.fleet.items()))
+    listed = set(problem.gpu)  # the types with a candidate (hardware.gpus, the engine's)
+    fleet = ", ".join(f"{n} x {g}" for g, n in sorted(problem.fleet.items()) if g in listed)
+    if scenario.hardware.gpus is not None:
+        fleet += " (the fleet's GPUs hardware.gpus lists)"
     smallest = min(problem.tp)
     fits = any(t <= problem.fleet.get(g, 0) for g, t in zip(problem.gpu, problem.tp, strict=True))
     if not fits:
@@ -238,6 +253,7 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
     out_tok = s * sum(mix[c.name] * c.output_tokens for c in classes)
     all_tok = s * sum(mix[c.name] * (c.input_tokens + c.output_tokens) for c in classes)
     fleet = dict(scenario.hardware.fleet)
+    usable, usable_key = _usable(scenario, problem)
     cost = None
     if all(g in listed for g in fleet):
         cost = sum(listed[g].usd_per_gpu_hour * n for g, n in fleet.items())
@@ -245,6 +261,8 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
         scenario_name=scenario.name or "scenario",
         model_id=model.id,
         fleet=fleet,
+        usable=usable,
+        usable_key=usable_key,
         status=solution.status,
         max_requests_per_second=s,
         upper_bound_requests_per_second=solution.bound,
@@ -253,12 +271,29 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
         classes=classes,
         mix=mix,
         deployments=lines,
-        binding=tuple(_binding(problem, solution, lines, used)),
+        binding=tuple(_binding(problem, lines, used, fleet)),
         gpus_used=used,
         utilisation=scenario.search.target_utilization,
         relative_gap=scenario.solver.relative_gap,
         fleet_cost_per_hour_usd=cost,
     )
+
+
+def _usable(scenario: Scenario, problem: ScaleProblem) -> tuple[dict[str, int], dict[str, str]]:
+    """Per fleet GPU, how many the answer may use, and the key that caps it below the fleet:
+    hardware.gpus or hardware.exclude leave a type out, hardware.inventory lowers its count."""
+    hw = scenario.hardware
+    usable: dict[str, int] = {}
+    key: dict[str, str] = {}
+    for g, n in hw.fleet.items():
+        usable[g] = min(n, problem.fleet.get(g, n))
+        if hw.gpus is not None and g not in hw.gpus:
+            usable[g], key[g] = 0, "hardware.gpus"
+        elif g in hw.exclude:
+            usable[g], key[g] = 0, "hardware.exclude"
+        elif usable[g] < n:
+            key[g] = "hardware.inventory"
+    return usable, key
 
 
 def _lines(rows, offered, problem, solution, classes):
@@ -305,19 +340,19 @@ def _batch_limit(rows: Table, key: dict[str, Any], served: list[str]) -> str:
     return f"batch {step} meets the SLA but carries no more at this mix"
 
 
-def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> list[str]:
-    """What stops more demand: the GPU counts (no further replica fits), then what caps each
-    deployment's batch."""
+def _binding(
+    problem: ScaleProblem, lines: tuple[CapacityLine, ...], used: dict[str, int], fleet: dict
+) -> list[str]:
+    """What stops more demand: the GPU counts (no further replica fits, or max_gpus forbids
+    one), then what caps each deployment's batch."""
     out = []
     for gpu_id, count in sorted(problem.fleet.items()):
         tps = [t for g, t in zip(problem.gpu, problem.tp, strict=True) if g == gpu_id]
-        spare = count - used.get(gpu_id, 0)
-        if tps and spare < min(tps):
-            out.append(f"GPU count: {used.get(gpu_id, 0)} of {count} {gpu_id} in use")
-        elif tps:
-            out.append(f"GPU count: {spare} {gpu_id} idle (no replica adds capacity at this mix)")
-    if problem.max_gpus is not None and sum(used.values()) + min(problem.tp) > problem.max_gpus:
-        out.append(f"constraints.max_gpus: {sum(used.values())} of {problem.max_gpus} in use")
+        if tps:
+            out.append(_gpu_count(gpu_id, count, fleet.get(gpu_id, count), min(tps), problem, used))
+    total = sum(used.values())
+    if problem.max_gpus is not None and total + min(problem.tp) > problem.max_gpus:
+        out.append(f"constraints.max_gpus: {total} of {problem.max_gpus} in use")
     for line in lines:
         shape = "".join(
             f" {k} {v}" for k, v in (("pp", line.pp), ("ep", line.ep), ("dp", line.dp_attention))
@@ -327,6 +362,28 @@ def _binding(problem: ScaleProblem, solution: ScaleSolution, lines, used) -> lis
             f"{line.gpu} tp {line.tp}{shape} {line.quant} batch {line.batch}: {line.batch_limit}"
         )
     return out
+
+
+def _gpu_count(
+    gpu_id: str, usable: int, owned: int, smallest: int, problem: ScaleProblem, used: dict
+) -> str:
+    """One GPU type's line: all usable in use (and what caps the usable count), or the idle
+    ones and why no replica takes them: constraints.max_gpus when it forbids even the
+    smallest, else none adds capacity at this mix."""
+    n = used.get(gpu_id, 0)
+    spare = usable - n
+    total = sum(used.values())
+    if spare < smallest:
+        capped = f" (hardware.inventory caps the fleet's {owned})" if usable < owned else ""
+        usable_text = " usable" if usable < owned else ""
+        return f"GPU count: {n} of {usable}{usable_text} {gpu_id} in use{capped}"
+    if problem.max_gpus is not None and total + smallest > problem.max_gpus:
+        return (
+            f"GPU count: {spare} {gpu_id} idle: constraints.max_gpus {problem.max_gpus} blocks "
+            f"another replica ({total} GPUs in use, the smallest {gpu_id} replica takes "
+            f"{smallest})"
+        )
+    return f"GPU count: {spare} {gpu_id} idle (no replica adds capacity at this mix)"
 
 
 # ---- the reverse question: the latency each class sees at a given rate ----------------------

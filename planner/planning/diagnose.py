@@ -315,9 +315,45 @@ def explain_infeasible(
     """Raise an InfeasibleError naming the binding constraint, from every candidate judged
     per class (`evaluate_classes`' Table; this diagnosis is written in pandas, the one path of
     a plan that loads it, and only when no plan exists)."""
-    rows = columns.conform(table.to_pandas(), columns.CANDIDATE_COLUMNS)
     if not prices:
         raise InfeasibleError(_no_price_message(scenario, gpus))
+    try:
+        _explain(scenario, model, classes, table, problem, gpus)
+    except InfeasibleError as exc:
+        unpriced = _unpriced_message(scenario, gpus, prices)
+        if not unpriced:
+            raise
+        raise InfeasibleError(f"{exc}; {unpriced}", exc.details) from None
+
+
+def _unpriced_message(scenario: Scenario, gpus: list[Gpu], prices: dict[str, Price]) -> str:
+    """The allowed GPUs left out of the plan for want of a price (a fleet's own GPUs named as
+    such) and the key that gives one, or '' when every GPU is priced."""
+    missing = [g.id for g in gpus if g.id not in prices]
+    if not missing:
+        return ""
+    tier = scenario.hardware.pricing.tier.replace("_", "-")
+    owned = [g for g in missing if g in scenario.hardware.fleet]
+    whose = "hardware.fleet's " if owned == missing else ""
+    example = ", ".join(f"{g}: <$/GPU-hour>" for g in missing)
+    return (
+        f"{whose}{', '.join(missing)} left out: no {tier} price in the catalog, and solve plans "
+        f"by cost (planner capacity needs none); give one in hardware.pricing.usd_per_gpu_hour: "
+        f"{{{example}}}"
+    )
+
+
+def _explain(
+    scenario: Scenario,
+    model: Model,
+    classes: tuple[RequestClassPlan, ...],
+    table: Table,
+    problem: FleetProblem,
+    gpus: list[Gpu],
+) -> None:
+    """Raise the InfeasibleError for a plan with some priced GPU: memory, each class's SLA,
+    then the fleet's limits."""
+    rows = columns.conform(table.to_pandas(), columns.CANDIDATE_COLUMNS)
     priced = rows[rows["price_usd_per_gpu_hour"].notna()] if not rows.empty else rows
     fitting = priced[priced["fits"]] if not priced.empty else priced
     if fitting.empty:

@@ -90,6 +90,9 @@ def allowed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
         for gpu_id in ids:
             if gpu_id not in catalog.gpus:
                 raise InputError(f"{key}: " + unknown_name_message("GPU", gpu_id, catalog.gpus))
+    outside = hw.outside_fleet()
+    if outside is not None:
+        raise InputError(outside)
     emptied = hw.nothing_left(catalog.gpus)  # load_scenario says so first, naming the file
     if emptied is not None:
         raise InputError(emptied)

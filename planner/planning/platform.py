@@ -8,6 +8,7 @@ min_replicas, redundancy and same_vendor hold per service. Pure: no files, no pr
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 
@@ -199,7 +200,9 @@ def _split(solution: FleetSolution, problem: FleetProblem, services, i: int) -> 
     replicas = solution.replicas[mine]
     cost = float(np.dot(services[i].alone.cost_per_hour, replicas))
     load = solution.load[np.ix_(mine, cols)]
-    return replace(solution, replicas=replicas, load=load, cost_per_hour=cost, lower_bound=cost)
+    # a joint solve stopped short proves no bound per model: NaN, so no '0.0% gap' is claimed
+    bound = cost if solution.status == "optimal" else math.nan
+    return replace(solution, replicas=replicas, load=load, cost_per_hour=cost, lower_bound=bound)
 
 
 def _section(
@@ -256,6 +259,7 @@ def plan_platform(platform: Platform, catalog: Catalog) -> PlatformPlan:
     solution = _stacked(apart, problem)
     binds = not _within_shared(problem, solution.replicas)
     if binds:
+        _over_budget(services, apart, problem)
         solution = solve_fleet(problem, options)
     if solution.status == "infeasible":
         _infeasible(services, problem, options, catalog)
@@ -281,6 +285,28 @@ def plan_platform(platform: Platform, catalog: Catalog) -> PlatformPlan:
         alone_cost_per_hour_usd=alone,
         notes=_platform_notes(sections, alone, solution, problem, binds),
         problem=problem,
+    )
+
+
+def _over_budget(
+    services: list[Service], apart: list[FleetSolution], problem: FleetProblem
+) -> None:
+    """Exit 1 at once when the models' separate lower bounds already sum above the shared
+    budget: the joint fleet's share for each model is a plan of it alone, so it costs no less
+    (the solver would only run to its limit)."""
+    budget = problem.budget_per_hour
+    floor = sum(sol.lower_bound for sol in apart)
+    if budget is None or floor <= budget * (1 + 1e-9):
+        return
+    parts = "; ".join(
+        f"{s.label} ${sol.lower_bound * HOURS_PER_MONTH:,.0f}"
+        for s, sol in zip(services, apart, strict=True)
+    )
+    raise InfeasibleError(
+        f"constraints.max_monthly_budget_usd: ${budget * HOURS_PER_MONTH:,.0f}/month is below "
+        f"what the models cost planned alone (at least ${floor * HOURS_PER_MONTH:,.0f}/month: "
+        f"{parts}), and together they cost no less; raise the budget or drop a model",
+        {"binding": "budget"},
     )
 
 

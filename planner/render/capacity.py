@@ -10,8 +10,14 @@ from planner.planning.capacity import Capacity
 from planner.render.tables import Col, Layout, human, money, table, wrap
 
 
-def _fleet_text(fleet: dict[str, int]) -> str:
-    return ", ".join(f"{n} x {g}" for g, n in sorted(fleet.items()))
+def _fleet_text(fleet: dict[str, int], usable: dict | None, keys: dict | None) -> str:
+    """'16 x h100-sxm (8 usable: hardware.inventory), 4 x h200': the fleet and, where a key
+    caps a type, how many of it the answer may use."""
+    usable, keys = usable or {}, keys or {}
+    return ", ".join(
+        f"{n} x {g}" + (f" ({usable[g]} usable: {keys[g]})" if g in keys else "")
+        for g, n in sorted(fleet.items())
+    )
 
 
 def layout_text(pp: int, ep: int, dp_attention: int, gpus: int, replicas: int) -> str:
@@ -35,6 +41,7 @@ def capacity_dict(result: Capacity) -> dict[str, Any]:
         "scenario": result.scenario_name,
         "model": result.model_id,
         "fleet": result.fleet,
+        "usable_gpus": result.usable,
         "status": result.status,
         "max_requests_per_second": result.max_requests_per_second,
         "upper_bound_requests_per_second": result.upper_bound_requests_per_second,
@@ -94,8 +101,9 @@ def _at_rate_dict(result: Capacity) -> dict[str, Any]:
 
 def render_capacity(result: Capacity, layout: Layout = Layout()) -> str:
     """The answer in a sentence, the deployments, what binds, and latencies at --rate."""
+    fleet = _fleet_text(result.fleet, result.usable, result.usable_key)
     head = (
-        f"{result.scenario_name}: {_fleet_text(result.fleet)} serves at most "
+        f"{result.scenario_name}: {fleet} serves at most "
         f"{human(result.max_requests_per_second)} requests/s of {result.model_id} "
         f"({human(result.max_output_tokens_per_s)} output tokens/s, "
         f"{human(result.max_total_tokens_per_s)} tokens/s in all) with every class within its "

@@ -333,10 +333,18 @@ def _class_table(plan: Plan, layout: Layout) -> str:
     return table(cols, rows, layout)
 
 
+def _gap_text(gap: float) -> str:
+    """'gap 2.0% to LP bound', or that none is proven (one model's share of a platform
+    solve stopped at its limit: only the platform's gap is known)."""
+    if math.isfinite(gap):
+        return f"gap {gap:.1%} to LP bound"
+    return "gap not proven for this model: see the platform's"
+
+
 def render_plan(plan: Plan, layout: Layout = Layout()) -> str:
     """The terminal summary of a plan."""
     f = plan.fleet
-    status = f.status if f.status == "optimal" else f"{f.status} (gap {f.gap:.1%} to LP bound)"
+    status = f.status if f.status == "optimal" else f"{f.status} ({_gap_text(f.gap)})"
     lines = [
         wrap(
             f"Plan for {plan.scenario_name}: {plan.model_id} on {plan.engine}, "

@@ -276,6 +276,22 @@ class Hardware(Strict):
             "exclude fewer or allow others"
         )
 
+    def outside_fleet(self) -> str | None:
+        """Why hardware.gpus contradicts hardware.fleet (it names GPUs the fleet does not own,
+        which solve would plan and capacity would not use), or None."""
+        if not self.fleet or self.gpus is None:
+            return None
+        extra = [g for g in self.gpus if g not in self.fleet]
+        if not extra:
+            return None
+        owned = ", ".join(f"{g}: {n}" for g, n in sorted(self.fleet.items()))
+        return (
+            f"hardware.gpus: {', '.join(extra)} not in hardware.fleet ({{{owned}}}); on a fixed "
+            "fleet solve and capacity plan only the GPUs it owns, so list a subset of "
+            "hardware.fleet's GPUs in hardware.gpus (or leave it out), or add them to "
+            "hardware.fleet"
+        )
+
     def available(self) -> dict[str, int]:
         """The most GPUs of each type a plan may use: inventory, capped by a fleet's counts."""
         out = dict(self.inventory)
