@@ -475,3 +475,14 @@ def test_more_bandwidth_never_raises_the_decode_tpot_at_a_fixed_rate(load):
         assert tpot["h100-sxm", kv] >= tpot["h200", kv] >= tpot["b200", kv]
     for gpu in ("h100-sxm", "h200", "b200"):
         assert tpot[gpu, "bf16"] >= tpot[gpu, "fp8"]
+
+
+def test_pcie_cards_split_tp_but_are_no_pools(catalog):
+    """An L40S server runs tensor parallel over PCIe, but a prefill/decode pool's KV transfer
+    is timed for GPU fabrics: over PCIe inside the server it is refused (an L40S has no
+    sourced NIC either), where two H100s of one NVLink domain may pass it."""
+    from planner.perf.kv_link import InvalidKvLink, check_kv_link
+
+    with pytest.raises(InvalidKvLink, match="share only PCIe"):
+        check_kv_link(catalog.gpu("l40s"), "decode", "scale-up", 1)
+    check_kv_link(catalog.gpu("h100-sxm"), "decode", "scale-up", 1)

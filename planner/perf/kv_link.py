@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from planner.perf.collectives import link_kind
 from planner.perf.table import Frame, values
 from planner.schema.hardware import Gpu
 
@@ -44,6 +45,13 @@ def check_kv_link(gpu: Gpu, role: str, link: str, gpus_per_replica: int) -> None
         return
     if link not in KV_LINKS:
         raise InvalidKvLink(f"kv_link {link} is not one of {', '.join(KV_LINKS)}")
+    if link == "scale-up" and link_kind(gpu) == "pcie":
+        # PCIe cards run tensor parallel within a server (issue #10), but the pools' KV
+        # transfer is modelled for GPU fabrics (NVLink, Infinity Fabric): not over PCIe
+        raise InvalidKvLink(
+            f"{gpu.id}'s GPUs share only PCIe in a server: its {role} pool would pass the KV "
+            "over PCIe, which the model does not time; it needs a scale-out link"
+        )
     if link == "scale-up" and gpus_per_replica >= domain_gpus(gpu):
         raise InvalidKvLink(
             f"a {role} worker of {gpus_per_replica} GPUs {NO_ROOM} in one "
