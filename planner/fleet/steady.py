@@ -289,7 +289,8 @@ def _solve_arrays(
     from planner.fleet.matrix import build_model
 
     built = build_model(problem)
-    outcome = solve(replace(built.model, feasibility_jump=True), options)
+    # restarts off (issue 16): PuLP's HiGHS runs without them too, so both find one fleet
+    outcome = solve(replace(built.model, feasibility_jump=True, restarts=False), options)
     values = solved_point(outcome, options)
     if values is None:
         return replace(infeasible, solve_seconds=outcome.seconds)
