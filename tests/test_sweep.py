@@ -570,3 +570,22 @@ def test_errors_of_the_vary_file_name_it_not_set(tmp_path):
     out = run({"workload.requests_per_second": normal})
     assert "point 4 drew workload.requests_per_second=-0.678" in out
     assert "min:/max:" in out
+
+
+def test_a_key_no_class_reads_is_named(tmp_path):
+    """mixed-traffic's classes each carry their own sla, so a top-level sla.tpot_ms of 10 or
+    100 ms plans the same $17,177 a month: the sweep says why the swing is $0 and what to
+    sweep instead, in its text and JSON."""
+    from planner.cli import cli
+
+    path = ROOT / "scenarios" / "mixed-traffic.yaml"
+    args = ["sweep", str(path), "--set", "sla.tpot_ms=10,100", "--jobs", "1"]
+    res = CliRunner().invoke(cli, [*args, "--json"], obj={})
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["notes"] == [
+        "sla.tpot_ms: no class reads it: every class of workload.classes has its own sla; "
+        "sweep workload.classes[i].sla.tpot_ms instead"
+    ]
+    costs = {r["cost_per_month_usd"] for r in data["rows"]}
+    assert len(costs) == 1

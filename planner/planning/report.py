@@ -409,7 +409,8 @@ def sweep_report(result: SweepResult) -> Report:
     tornado = tornado_chart(result)
     if tornado is not None:
         charts.append(tornado)
-    notes = ("interrupted: the table holds the finished points only",) if result.interrupted else ()
+    stopped = ("interrupted: the table holds the finished points only",)
+    notes: tuple[str, ...] = (*(stopped if result.interrupted else ()), *result.notes)
     return Report(
         title=f"{result.scenario_name}: {'Monte Carlo' if result.mode == 'monte_carlo' else 'grid'}"
         " sweep",

@@ -359,6 +359,7 @@ class SweepResult:
     seconds: float
     points_total: int
     interrupted: bool = False
+    notes: tuple[str, ...] = ()  # what the reader should know (a key that moved nothing)
 
     @property
     def points_per_second(self) -> float:
@@ -406,7 +407,38 @@ def finish(
         seconds=seconds,
         points_total=points_total,
         interrupted=collected.interrupted,
+        notes=_inert_keys(base, table, keys, metric) if mode == "grid" else (),
     )
+
+
+def _inert_keys(
+    base: Scenario, table: pd.DataFrame, keys: tuple[str, ...], metric: str
+) -> tuple[str, ...]:
+    """A note for each swept key whose values planned the same metric at every setting of
+    the other keys, which the tornado's $0 swing alone leaves unexplained: a top-level sla
+    key no class reads (every class has its own sla), or a plan not sensitive to the key
+    over the values swept."""
+    planned = table[table["status"].isin(["optimal", "time_limit"])]
+    classes = base.workload.classes or []
+    unread = bool(classes) and all(c.sla is not None for c in classes)
+    notes = []
+    for key in keys:
+        others = [k for k in keys if k != key]
+        groups = planned.groupby(others, dropna=False) if others else [((), planned)]
+        compared = [g for _, g in groups if g[key].astype(str).nunique() > 1]
+        if not compared or any(g[metric].round(6).nunique() > 1 for g in compared):
+            continue
+        if unread and key.startswith("sla."):
+            notes.append(
+                f"{key}: no class reads it: every class of workload.classes has its own sla; "
+                f"sweep workload.classes[i].{key} instead"
+            )
+        else:
+            notes.append(
+                f"{key}: every value planned the same {metric}: the plan is not sensitive "
+                "to it over these values"
+            )
+    return tuple(notes)
 
 
 def _reference(base: Scenario, key: str, table: pd.DataFrame) -> Any:

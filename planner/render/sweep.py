@@ -72,6 +72,7 @@ def sweep_dict(result: SweepResult) -> dict[str, Any]:
             "points": len(result.table),
             "points_total": result.points_total,
             "interrupted": result.interrupted,
+            "notes": list(result.notes),
             "metric": result.metric,
             "columns": {c.name: c.doc for c in COLUMNS},
             "rows": _records(result.table),
@@ -158,6 +159,7 @@ def render_sweep(result: SweepResult, layout: Layout = Layout()) -> str:
     if len(frame) > SHOWN_ROWS:
         lines.append(f"... {len(frame) - SHOWN_ROWS} more rows: write them all with -o FILE.csv")
     lines += ["", _summary_text(result, layout), "", _tornado_text(result.tornado, layout)]
+    lines += [wrap(f"Note: {n}", layout, indent="  ") for n in result.notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
