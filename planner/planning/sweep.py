@@ -55,13 +55,13 @@ class Point:
 # ---- key paths ---------------------------------------------------------------------------
 
 
-def split_key(key: str) -> list[str | int]:
+def split_key(key: str, origin: str = "--set") -> list[str | int]:
     """`workload.classes[0].share` or `workload.classes.0.share` as ['workload', 'classes',
-    0, 'share']."""
+    0, 'share']; errors name the key as `origin` gave it (--set, or a --vary file's key)."""
     parts: list[str | int] = []
     for raw in key.replace("[", ".").replace("]", "").split("."):
         if raw == "":
-            raise InputError(f"--set {key}: empty part in the key path")
+            raise InputError(f"{origin} {key}: empty part in the key path")
         parts.append(int(raw) if raw.isdigit() else raw)
     return parts
 
@@ -85,14 +85,14 @@ def _unwrap(tp: Any) -> Any:
             return tp
 
 
-def _child_type(tp: Any, part: str | int, key: str, walked: str) -> Any:
+def _child_type(tp: Any, part: str | int, key: str, walked: str, origin: str) -> Any:
     """The type one step down a key path; an unknown key names a close match."""
     tp = _unwrap(tp)
     if _is_model(tp):
         fields = tp.model_fields
         if part not in fields:
             hint = close_match(str(part), fields)
-            msg = f"--set {key}: unknown key '{part}'" + (f" under {walked}" if walked else "")
+            msg = f"{origin} {key}: unknown key '{part}'" + (f" under {walked}" if walked else "")
             msg += f" (did you mean '{hint}'?)" if hint else ""
             raise InputError(msg + f"; allowed here: {', '.join(fields)}")
         return fields[part].annotation
@@ -101,14 +101,14 @@ def _child_type(tp: Any, part: str | int, key: str, walked: str) -> Any:
         return get_args(tp)[1]
     if origin in (list, tuple) and isinstance(part, int):
         return get_args(tp)[0]
-    raise InputError(f"--set {key}: {walked} holds a value, not keys ('{part}' is too deep)")
+    raise InputError(f"{origin} {key}: {walked} holds a value, not keys ('{part}' is too deep)")
 
 
-def check_key(key: str) -> list[str | int]:
+def check_key(key: str, origin: str = "--set") -> list[str | int]:
     """The parts of a key path, checked against the Scenario schema."""
-    parts, tp, walked = split_key(key), Scenario, ""
+    parts, tp, walked = split_key(key, origin), Scenario, ""
     for part in parts:
-        tp = _child_type(tp, part, key, walked)
+        tp = _child_type(tp, part, key, walked, origin)
         walked += f"[{part}]" if isinstance(part, int) else ("." if walked else "") + part
     return parts
 
@@ -143,7 +143,9 @@ def _path(parts: Sequence[str | int]) -> str:
     return out
 
 
-def apply(base: Scenario, overrides: Overrides, catalog: Catalog) -> Scenario:
+def apply(
+    base: Scenario, overrides: Overrides, catalog: Catalog, source: str | None = None
+) -> Scenario:
     """The base scenario with `overrides` set, validated again through the Scenario model and
     its catalog ids checked: an invalid value is an InputError naming the key."""
     if not overrides:
@@ -151,7 +153,9 @@ def apply(base: Scenario, overrides: Overrides, catalog: Catalog) -> Scenario:
     doc = base.model_dump()
     for key, value in overrides.items():
         _set_in(doc, check_key(key), value, key)
-    source = "--set " + ", ".join(f"{k}={tables.input_cell(v)}" for k, v in overrides.items())
+    source = source or "--set " + ", ".join(
+        f"{k}={tables.input_cell(v)}" for k, v in overrides.items()
+    )
     scenario = validate(doc, Scenario, source)
     check_ids(scenario, source, catalog)
     return scenario
@@ -225,33 +229,24 @@ def check_points(
     vary_name: str = "--vary",
 ) -> None:
     """Every point's scenario validates, before anything runs (bad input: exit 2 up front).
-    A value a Monte Carlo drew (`drawn` keys) is named as a draw of `--vary`, with how to
-    keep its distribution in range, not as a `--set` the user never typed."""
+    A key or value a Monte Carlo drew (`drawn` keys) is named as the --vary file's, with how
+    to keep its distribution in range, not as a `--set` the user never typed."""
     for point in points:
         for key in point.overrides:
-            try:
-                check_key(key)
-            except InputError as exc:
-                raise (_from_vary(exc, key, vary_name) if key in drawn else exc) from None
-        try:
+            check_key(key, f"{vary_name}: vary key" if key in drawn else "--set")
+        draws = [k for k in point.overrides if k in drawn]
+        if not draws:
             apply(base, point.overrides, catalog)
+            continue
+        shown = ", ".join(f"{k}={tables.input_cell(point.overrides[k])}" for k in draws)
+        source = f"{vary_name}: point {point.index} drew {shown}, which the scenario refuses"
+        try:
+            apply(base, point.overrides, catalog, source)
         except InputError as exc:
-            bad = [k for k in drawn if k in exc.message]
-            if not bad:
-                raise
-            key = bad[0]
-            value = tables.input_cell(point.overrides[key])
-            why = exc.message.split(": ", 1)[1] if ": " in exc.message else exc.message
             raise InputError(
-                f"{vary_name}: point {point.index} drew {key}={value}, which the scenario refuses: "
-                f"{why}; keep the draws in range with min:/max: on the distribution (a "
-                "choice draws only its values)"
+                f"{exc.message}; keep the draws in range with min:/max: on the distribution "
+                "(a choice draws only its values)"
             ) from None
-
-
-def _from_vary(exc: InputError, key: str, vary_name: str) -> InputError:
-    """A key error of the --vary file, named as that file's `vary:` key."""
-    return InputError(exc.message.replace(f"--set {key}", f"{vary_name}: vary key {key}", 1))
 
 
 # ---- running -----------------------------------------------------------------------------
