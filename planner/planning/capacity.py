@@ -203,10 +203,8 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
     if solution.status == "infeasible" or solution.scale <= 0:
         raise InfeasibleError(_fleet_limits_message(scenario, problem), {"binding": "fleet"})
     result = _capacity(scenario, model, classes, rows, offered, problem, solution, listed)
-    fleet_only = scenario.model_copy(
-        update={"hardware": scenario.hardware.model_copy(update={"gpus": None, "exclude": []})}
-    )
-    idle = engine_left_out(fleet_only, catalog)  # GPUs of the fleet the engine cannot use
+    fleet = [catalog.gpus[g] for g in sorted(scenario.hardware.fleet)]
+    idle = engine_left_out(scenario, catalog, fleet)  # GPUs of the fleet the engine cannot use
     if idle:
         result = replace(result, binding=(*result.binding, *idle))
     notes = quants_left_out(scenario, catalog) + ([pools] if pools else [])

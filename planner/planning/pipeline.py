@@ -117,11 +117,14 @@ def _listed_gpus(scenario: Scenario, catalog: Catalog) -> list[Gpu]:
     return [catalog.gpus[g] for g in chosen if g not in set(hw.exclude)]
 
 
-def engine_left_out(scenario: Scenario, catalog: Catalog) -> list[str]:
-    """A note naming the allowed GPUs the scenario's engine does not run on, left out of the
-    plan (TensorRT-LLM on an MI300X), or none."""
+def engine_left_out(
+    scenario: Scenario, catalog: Catalog, gpus: list[Gpu] | None = None
+) -> list[str]:
+    """A note naming the allowed GPUs (or `gpus`: a fleet's own) the scenario's engine does
+    not run on, left out of the plan (TensorRT-LLM on an MI300X), or none."""
     engine = catalog.engine(scenario.engine)
-    out = [g.id for g in _listed_gpus(scenario, catalog) if not engine.runs_on(g.family)]
+    listed = _listed_gpus(scenario, catalog) if gpus is None else gpus
+    out = [g.id for g in listed if not engine.runs_on(g.family)]
     if not out:
         return []
     return [f"{scenario.engine} does not run on {', '.join(out)}, so left out: {engine.hardware()}"]
@@ -372,7 +375,6 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     for cl in classes:
         check_context(model, cl.input_tokens, cl.output_tokens, f"workload class '{cl.name}': ")
     gpus = allowed_gpus(scenario, catalog)
-    allowed_quants(scenario, catalog)  # exit 2 before the search when the engine runs none
     prices = {g.id: p for g in gpus if (p := gpu_price(g, scenario.hardware.pricing))}
     notes = engine_left_out(scenario, catalog) + quants_left_out(scenario, catalog)
     notes += _price_notes(gpus, prices, scenario)

@@ -28,7 +28,7 @@ from planner.errors import (
     PlannerError,
     SolverError,
     close_match,
-    close_matches,
+    did_you_mean,
     short_name,
 )
 from planner.inputs.catalog import Catalog
@@ -470,9 +470,7 @@ def check_metric(metric: str) -> None:
     """Exit 2 for a --metric that is not a cost column, with the close match."""
     if metric in tables.COST_COLUMNS:
         return
-    hints = [f"'{h}'" for h in close_matches(metric, tables.COST_COLUMNS)]
-    either = hints[0] if len(hints) == 1 else ", ".join(hints[:-1]) + f" or {hints[-1]}"
-    also = f" (did you mean {either}?)" if hints else ""
+    also = did_you_mean(metric, tables.COST_COLUMNS)
     raise InputError(
         f"--metric: '{short_name(metric)}' is not a cost column{also}; one of "
         f"{', '.join(tables.COST_COLUMNS)}"

@@ -159,7 +159,7 @@ def _reserved_price(finance: Finance, gpu: Gpu, od: float | None):
     res = finance.reserved
     assert res is not None
     price, source, *rest = found
-    paid = math.ceil(finance.horizon_months / TERM_MONTHS[res.term]) * TERM_MONTHS[res.term]
+    paid = round(factor * finance.horizon_months)  # the months of whole terms
     note = (
         f"{source}; x {factor:.3g}: the {res.term} commitment is paid for {paid} months "
         f"over the {finance.horizon_months}-month horizon"
