@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -458,7 +459,8 @@ def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> Row:
     served."""
     seqs, held = _in_flight_cap(req, catalog)
     cap = max(min(seqs, held), 1)
-    full = _row(req, catalog, cap, "none")
+    row_at = functools.cache(lambda n: _row(req, catalog, n, "none"))  # bisection asks again
+    full = row_at(cap)
     capacity = float(full["requests_per_s"])
     if rate >= capacity:
         raise InputError(
@@ -466,8 +468,8 @@ def open_loop(req: EstimateRequest, catalog: Catalog, rate: float) -> Row:
             f"{plain(capacity)} req/s ({cap} sequence{'s' * (cap != 1)} in flight); the queue "
             "would grow without bound. Lower the rate, or add replicas (planner solve)"
         )
-    b = in_flight_batch(lambda n: _row(req, catalog, n, "none"), rate, req.output_len, cap)
-    row = full if b == cap else _row(req, catalog, b, "none")
+    b = in_flight_batch(row_at, rate, req.output_len, cap)
+    row = row_at(b)
     # a request holds its slot b / R(b) (Little's law over the b slots at their rate R(b)),
     # so the c slots are busy rate x that / c of the time: b / c and below, as R(b) >= rate
     held_s = b / float(row["requests_per_s"])

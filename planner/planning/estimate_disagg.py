@@ -31,6 +31,7 @@ candidate grid evaluated with its role (perf/disagg.py); here the two are combin
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,14 +145,7 @@ def _decode_rows(
     req: EstimateRequest, catalog: Catalog, pools: Pools, link: str
 ) -> Callable[[int], Row]:
     """The decode pool's row at a batch, each evaluated once (the bisections ask again)."""
-    rows: dict[int, Row] = {}
-
-    def row_at(batch: int) -> Row:
-        if batch not in rows:
-            rows[batch] = _pool_row(req, catalog, "decode", pools, batch, link)
-        return rows[batch]
-
-    return row_at
+    return functools.cache(lambda batch: _pool_row(req, catalog, "decode", pools, batch, link))
 
 
 def _refuse_unfit(req: EstimateRequest, role: str, row: Row) -> None:

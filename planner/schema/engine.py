@@ -235,11 +235,8 @@ class EngineProfile(Strict):
 
     def hardware(self) -> str:
         """The GPU families the engine documents running on, and where (for messages)."""
-        where = (self.gpu_families_source or "").split(" ")[0]
-        return (
-            f"{self.name.split(' (')[0]} runs on the {', '.join(self.gpu_families)} GPU "
-            f"families ({where})"
-        )
+        families = ", ".join(self.gpu_families)
+        return self._documented(f"runs on the {families} GPU families", self.gpu_families_source)
 
     def runs_quant(self, quant_id: str) -> bool:
         """Whether the engine loads checkpoints of this quant (llama.cpp: GGUF only)."""
@@ -247,8 +244,11 @@ class EngineProfile(Strict):
 
     def formats(self) -> str:
         """The quants the engine documents loading, and where (for messages)."""
-        where = (self.quants_source or "").split(" ")[0]
-        return f"{self.name.split(' (')[0]} runs the {', '.join(self.quants)} quants ({where})"
+        return self._documented(f"runs the {', '.join(self.quants)} quants", self.quants_source)
+
+    def _documented(self, what: str, source: str | None) -> str:
+        """'<engine> <what> (<where its documentation says so>)', for messages."""
+        return f"{self.name.split(' (')[0]} {what} ({(source or '').split(' ')[0]})"
 
     def default_kv_dtype(self, quant_id: str, quant_default: str, allowed: Sequence[str]) -> str:
         """The KV dtype this engine uses for a checkpoint when none is asked for."""
