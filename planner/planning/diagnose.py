@@ -281,16 +281,8 @@ def _no_price_message(scenario: Scenario, gpus: list[Gpu]) -> str:
     tiers the catalog does price those GPUs in (of that provider, when one is named)."""
     pricing = scenario.hardware.pricing
     of = f" from provider '{pricing.provider}'" if pricing.provider else ""
-    want = (pricing.provider or "").lower()
-    allowed = set(get_args(Pricing.model_fields["tier"].annotation))  # not 'serverless'
-    tiers = sorted(
-        {
-            p.tier
-            for g in gpus
-            for p in g.prices
-            if p.tier in allowed and (not want or p.provider.lower() == want)
-        }
-    )
+    allowed = get_args(Pricing.model_fields["tier"].annotation)  # not 'serverless'
+    tiers = sorted(t for t in allowed if any(g.price(t, pricing.provider) for g in gpus))
     other = (
         f"the catalog prices them{of} in: {', '.join(tiers)}"
         if tiers
