@@ -49,6 +49,17 @@ def test_identical_candidates_keep_the_first():
     assert dominance.undominated(_two(10.0, 4.0)).tolist() == [True, False]
 
 
+def test_under_the_tie_break_a_replacement_uses_no_more_gpus_and_identical_ones_stay():
+    # 2 x b (1 GPU each) replace a (2 GPUs): as many GPUs, dropped under the tie-break too
+    assert dominance.undominated(_two(4.0, 2.0), tie_break=True).tolist() == [False, True]
+    # a on 1 GPU: 2 x b use 2, so the fleet MIP's per-GPU tie-break may prefer a
+    one_gpu = replace(_two(4.0, 2.0), tp=(1, 1))
+    assert dominance.undominated(one_gpu).tolist() == [False, True]
+    assert dominance.undominated(one_gpu, tie_break=True).tolist() == [True, True]
+    same = replace(_two(10.0, 4.0), tp=(2, 2))  # identical: both stay, the MIP's order decides
+    assert dominance.undominated(same, tie_break=True).tolist() == [True, True]
+
+
 def test_copies_needed_is_exact_by_hand():
     caps = np.array([[3.0, 1.0], [1.0, 0.5], [1.0, 0.0]])
     k = dominance.copies_needed(caps, caps)
@@ -119,11 +130,33 @@ def test_leaving_out_the_dominated_keeps_the_least_cost(seed, pools):
         cost = problem.cost_per_hour.round(0)  # coarse prices: ties and copies
         problem = replace(problem, cost_per_hour=np.maximum(cost, 1.0))
     keep = dominance.undominated(problem)
-    full = solve_fleet(problem, EXACT)
-    kept = solve_fleet(problem.restricted(keep), EXACT)
+    full = solve_fleet(problem, EXACT, prune=False)
+    kept = solve_fleet(problem.restricted(keep), EXACT, prune=False)
     assert kept.status == full.status
     if full.status != "infeasible":
         assert kept.cost_per_hour == pytest.approx(full.cost_per_hour, rel=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), pools=st.booleans())
+def test_the_pruned_fleet_mip_keeps_the_cost_and_the_gpus_of_the_whole_one(seed, pools):
+    """`solve_fleet` prunes under the tie-break: its fleet costs what the whole MIP's costs and
+    uses as few GPUs (both solved to a zero gap; prices on a coarse grid, so the per-GPU
+    tie-break never trades against the cost)."""
+    if pools:
+        problem = _pooled(seed)
+    else:
+        problem = synthetic_problem(3, 2, 4, seed=seed)
+        cost = problem.cost_per_hour.round(0)
+        problem = replace(problem, cost_per_hour=np.maximum(cost, 1.0))
+    whole = solve_fleet(problem, EXACT, prune=False)
+    pruned = solve_fleet(problem, EXACT)
+    assert pruned.status == whole.status
+    assert pruned.replicas.shape == whole.replicas.shape
+    if whole.status != "infeasible":
+        assert pruned.cost_per_hour == pytest.approx(whole.cost_per_hour, rel=1e-9)
+        gpus = np.asarray(problem.tp)
+        assert int(gpus @ pruned.replicas) == int(gpus @ whole.replicas)
 
 
 def _eligible(problem: FleetProblem, c: int, w: int, k: int) -> bool:
@@ -187,19 +220,20 @@ def test_the_pools_lp_floor_never_exceeds_the_optimum_and_equals_the_whole_lp(se
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 100_000), block=st.integers(1, 7))
-def test_any_block_size_keeps_the_same_candidates(seed, block):
+@given(seed=st.integers(0, 100_000), block=st.integers(1, 7), tie_break=st.booleans())
+def test_any_block_size_keeps_the_same_candidates(seed, block, tie_break):
     """`undominated` works BLOCK candidates at a time (bounded memory): any block size keeps
-    what the whole matrix keeps."""
+    what the whole matrix keeps (blocks of 6 and 7 take the 12 candidates at once)."""
     problem = _pooled(seed)
-    r = dominance.replaceable(problem)
+    r = dominance.replaceable(problem, tie_break)
     n = problem.n_candidates
     mutual = r & r.T
     later = np.arange(n)[:, None] > np.arange(n)[None, :]
-    whole = ~((r & ~mutual).any(axis=1) | (mutual & later).any(axis=1))
+    strict = (r & ~mutual).any(axis=1)
+    whole = ~strict if tie_break else ~(strict | (mutual & later).any(axis=1))
     saved = dominance.BLOCK
     dominance.BLOCK = block
     try:
-        assert np.array_equal(dominance.undominated(problem), whole)
+        assert np.array_equal(dominance.undominated(problem, tie_break), whole)
     finally:
         dominance.BLOCK = saved

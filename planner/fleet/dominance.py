@@ -24,6 +24,11 @@ of equal cost, the per-GPU tie-break of the MIP may pick another one.
 
 Only for problems without redundancy that holds, vendors or services (their rows count
 particular candidates); those are returned whole.
+
+The fleet MIP itself (`steady.solve_fleet`) adds a per-GPU tie-break to the cost. There a
+candidate is dropped only when its replacement also uses no more GPUs (k * gpus[b] <=
+gpus[a]), so the tie-broken objective does not rise either, and only strictly: identical
+candidates all stay, and fall between themselves as the whole model would order them.
 """
 
 from __future__ import annotations
@@ -63,8 +68,9 @@ def copies_needed(need: np.ndarray, have: np.ndarray) -> np.ndarray:
 class _Facts:
     """Per candidate, what replacement compares (the module docstring)."""
 
-    def __init__(self, problem: FleetProblem) -> None:
+    def __init__(self, problem: FleetProblem, gpus_too: bool = False) -> None:
         n = problem.n_candidates
+        self.gpus_too = gpus_too  # the replacement uses no more GPUs either (the tie-break)
         self.cost = np.asarray(problem.cost_per_hour, dtype=float)
         self.gpus = np.asarray(problem.tp, dtype=float)
         self.capacity = np.asarray(problem.capacity, dtype=float)
@@ -90,29 +96,38 @@ class _Facts:
                 k * self.gpus[b][None, :] <= self.gpus[a][:, None]
             )
         ok &= ~self.limited[b][None, :] | fits
+        if self.gpus_too:
+            with np.errstate(invalid="ignore"):
+                ok &= k * self.gpus[b][None, :] <= self.gpus[a][:, None]
         ok &= a[:, None] != b[None, :]
         return ok
 
 
-def replaceable(problem: FleetProblem) -> np.ndarray:
+def replaceable(problem: FleetProblem, tie_break: bool = False) -> np.ndarray:
     """The n x n matrix R[a, b]: a is replaceable by copies of b (the module docstring)."""
     every = np.arange(problem.n_candidates)
-    return _Facts(problem).replaceable(every, every)
+    return _Facts(problem, gpus_too=tie_break).replaceable(every, every)
 
 
-def undominated(problem: FleetProblem) -> np.ndarray:
+def undominated(problem: FleetProblem, tie_break: bool = False) -> np.ndarray:
     """Which candidates to keep: all but those strictly replaceable by another, and but the
     later of identical ones (each replaceable by the other: the same cost, capacity and
-    flows). Computed BLOCK candidates at a time, so memory stays linear in the candidates."""
+    flows). With `tie_break` (the fleet MIP's objective), replacements that use no more GPUs
+    only, and identical ones all kept. Computed BLOCK candidates at a time, so memory stays
+    linear in the candidates."""
     n = problem.n_candidates
     if n == 0 or not supported(problem):
         return np.ones(n, dtype=bool)
-    facts, every = _Facts(problem), np.arange(n)
+    facts, every = _Facts(problem, gpus_too=tie_break), np.arange(n)
     dropped = np.zeros(n, dtype=bool)
-    for start in range(0, n, BLOCK):
-        a = every[start : start + BLOCK]
+    block = n if n <= 2 * BLOCK else BLOCK  # a few hundred: the whole matrix at once
+    for start in range(0, n, block):
+        a = every[start : start + block]
         r = facts.replaceable(a, every)
-        mutual = r & facts.replaceable(every, a).T
+        back = r if len(a) == n else facts.replaceable(every, a)  # [j, i]: every[j] by a[i]
+        mutual = r & back.T
         later = a[:, None] > every[None, :]
-        dropped[a] = (r & ~mutual).any(axis=1) | (mutual & later).any(axis=1)
+        dropped[a] = (r & ~mutual).any(axis=1)
+        if not tie_break:
+            dropped[a] |= (mutual & later).any(axis=1)
     return ~dropped
