@@ -135,3 +135,21 @@ def test_round_trip_on_closed_loop_rows(catalog, aic):
     assert report["default"]["rms_log_after"] < 1e-3
     for name in ("eta_mem", "eta_compute_prefill", "step_overhead_ms", "prefill_overhead_ms"):
         assert getattr(fitted.default, name) == pytest.approx(getattr(truth, name), rel=0.05)
+
+
+def test_trtllm_kv_is_fp8_for_fp8_checkpoints_but_the_checkpoints_own_in_a_kv_auto_campaign(aic):
+    """Issue #10: TensorRT-LLM 1.0.0rc3's H100 campaign serves its FP8 checkpoints (Qwen3-32B,
+    the pre-quantized Qwen3-235B-A22B-FP8) with the checkpoint's BF16 KV cache; the other
+    TensorRT-LLM FP8/FP4 campaigns keep the FP8 KV assumed for ModelOpt checkpoints."""
+    used = cal.usable(aic)
+    trt = used[(used["engine"] == "trtllm") & used["quant_id"].isin(["fp8", "fp4"])]
+    auto = trt["framework"] == "trtllm 1.0.0rc3"
+    assert auto.sum() >= 300 and set(trt.loc[auto, "model_id"]) == {
+        "qwen3-32b",
+        "qwen3-235b-a22b",
+    }
+    assert set(trt.loc[auto, "kv_dtype"]) == {"bf16"}
+    notes = trt.loc[auto, "assumptions"]
+    assert notes.str.contains("the checkpoint's own (BF16)", regex=False).all()
+    llama = trt[~auto & (trt["model_id"] == "llama-3.1-70b")]
+    assert len(llama) > 0 and set(llama["kv_dtype"]) == {"fp8"}

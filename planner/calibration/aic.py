@@ -23,7 +23,9 @@ Assumptions (repeated in each row's `assumptions`):
   within 1%); `nvfp4` to fp4; `int4_wo` to int4-awq; no quant mode means the checkpoint's
   bf16.
 * KV dtype is not published: FP8 for TensorRT-LLM FP8/FP4 checkpoints (ModelOpt's
-  kv_cache_quant_algo FP8), else the quant's default (vLLM and SGLang `kv_cache_dtype auto`).
+  kv_cache_quant_algo FP8), else the quant's default (vLLM and SGLang `kv_cache_dtype auto`);
+  TensorRT-LLM campaigns in `AIC_KV_AUTO` take the checkpoint's own KV dtype (BF16), as
+  AIConfigurator's SDK reads a checkpoint.
 * DeepSeek-V3.1 uses the DeepSeek-V3 architecture entry (same config.json shapes).
 * attention_dp_size / moe_tp_size / moe_ep_size of 0 or blank mean unset (1).
 
@@ -119,6 +121,17 @@ AIC_CONTRADICTED_QUANT: dict[tuple[str, str, str, str, str], str] = {
         "seconds that no queue of 16 more 1K-token prompts (about 0.1 s of prefill) explains"
     ),
 }
+# Issue #10: TensorRT-LLM campaigns (engine, version) served with the checkpoint's own KV
+# dtype ("auto"), not the FP8 KV assumed for FP8/FP4 checkpoints. AIConfigurator's SDK reads
+# a checkpoint's KV dtype as its kv_cache_quant_algo, else bfloat16 (ai-dynamo/aiconfigurator,
+# sdk/utils.py `_infer_quant_modes_from_raw_config`); a campaign runs one KV setting.
+AIC_KV_AUTO: dict[tuple[str, str], str] = {
+    ("trtllm", "1.0.0rc3"): (
+        "KV dtype not published: the checkpoint's own (BF16) for TensorRT-LLM 1.0.0rc3's H100 "
+        "campaign, whose pre-quantized Qwen/Qwen3-235B-A22B-FP8 declares no KV quantization "
+        "(assumed for its other checkpoints too: one campaign, one KV setting)"
+    ),
+}
 AIC_LAYOUT_COLUMNS: tuple[str, ...] = ("pp", "ep", "dp_attention")  # the grid's, issue #10
 AIC_GPUS: dict[str, str] = {
     "h100_sxm": "h100-sxm",
@@ -201,7 +214,11 @@ def _parallel_skips(raw: pd.Series, is_moe: bool) -> list[str]:
     return out
 
 
-def _kv(engine: str, quant_id: str, catalog: Catalog) -> tuple[str, str]:
+def _kv(engine: str, version: str, quant_id: str, catalog: Catalog) -> tuple[str, str]:
+    """The KV dtype a row is predicted with, and the assumption that names it."""
+    auto = AIC_KV_AUTO.get((engine, version))
+    if auto is not None:
+        return catalog.quants[quant_id].default_kv_dtype, auto
     if engine == "trtllm" and quant_id in ("fp8", "fp4"):
         return "fp8", "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
     return catalog.quants[quant_id].default_kv_dtype, "KV dtype not published: quant default"
@@ -238,7 +255,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     notes = ["closed loop at concurrency batch_size", AIC_GENERATOR]
     kv = None
     if quant_id is not None:
-        kv, kv_note = _kv(engine, quant_id, catalog)
+        kv, kv_note = _kv(engine, str(raw["backend_version"]).strip(), quant_id, catalog)
         notes.append(kv_note)
     if mode == "fp8_block":
         notes.append("fp8_block mapped to fp8")

@@ -148,6 +148,6 @@ def infer_fp8_kv(rows: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
     change = ok & _campaigns_with(out, hit)
     out.loc[change, "kv_dtype"] = "fp8"
     out.loc[change, "assumptions"] = out.loc[change, "assumptions"].str.replace(
-        "KV dtype not published: quant default", FP8_KV_NOTE, regex=False
+        r"KV dtype not published: [^;]*", FP8_KV_NOTE, regex=True
     )
     return out
