@@ -205,6 +205,9 @@ def test_token_replica_warning_threshold():
     assert token_share_note((_line("x", 1, 14.1), _line("y", 1, 3.0)), CLASSES) is None
     assert 3.0 / 14.1 > TOKEN_SHARE_WARNING > 0.87 / 14.1
     assert token_share_note((_line("x", 1, 14.1),), CLASSES) is None  # one replica: nothing
+    # 19.7% of the busiest: not "20%" beside "warned below 20%"
+    close = token_share_note((_line("x", 1, 10.0), _line("y", 1, 1.97)), CLASSES)
+    assert close is not None and "carries 19.7% of" in close
 
 
 @settings(max_examples=15, deadline=None)

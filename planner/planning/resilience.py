@@ -3,6 +3,7 @@ fleet problem, and what the solved fleet keeps after losing a replica."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -144,8 +145,18 @@ def _uneven(lines: list[Deployment], classes: tuple[RequestClassPlan, ...]) -> s
     if busiest <= 0 or small >= TOKEN_SHARE_WARNING * busiest:
         return None
     return (
-        f"uneven replicas: a {line.gpu} tp {line.tp} replica carries {small / busiest:.0%} of "
+        f"uneven replicas: a {line.gpu} tp {line.tp} replica carries "
+        f"{_below(small / busiest, TOKEN_SHARE_WARNING)} of "
         f"the busiest replica's tokens/s (warned below {TOKEN_SHARE_WARNING:.0%}); losing the "
         "busiest loses most of the capacity; constraints.redundancy: n_plus_1 plans a fleet "
         "that survives it"
     )
+
+
+def _below(share: float, limit: float) -> str:
+    """`share` (< `limit`) as a percentage that reads below it: whole percent, else one
+    decimal rounded down (19.7% under a 20% limit, where rounding said "20%")."""
+    whole = f"{share:.0%}"
+    if round(share * 100) < round(limit * 100):
+        return whole
+    return f"{math.floor(share * 1000) / 10:.1f}%"
