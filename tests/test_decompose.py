@@ -16,7 +16,7 @@ PROBLEM = synthetic_time_problem(1, 3, 4, n_slots=4)
 
 
 def _blocks(lay):
-    return [lay.replicas, lay.load, lay.spot_replicas, lay.spot_load, *lay.on_demand.values()]
+    return lay.period_columns()
 
 
 def test_periods_solved_apart_at_the_optimum_held_gpus_give_the_optimum():

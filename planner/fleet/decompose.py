@@ -38,6 +38,27 @@ def solve_blocks(
     block where they are a feasible start; None if a block has no plan. Also a proven
     bound on any point with those columns fixed: theirs plus every block's solver bound (inf
     when a block is infeasible)."""
+    parts = period_models(model, block, fixed)
+    if parts is None:
+        return None, np.inf
+    free = block >= 0
+    x = np.where(free, 0.0, fixed)
+    bound = float(model.cost[~free] @ x[~free])
+    for cols, part in parts:
+        found = solve(replace(part, start=fixed[cols]), options)
+        if found.values is None:
+            return None, (np.inf if found.status == "infeasible" else -np.inf)
+        x[cols] = found.values
+        bound += found.bound
+    return x, bound
+
+
+def period_models(
+    model: Model, block: np.ndarray, fixed: np.ndarray
+) -> list[tuple[np.ndarray, Model]] | None:
+    """Every block's columns and its own model, the columns of block -1 fixed at `fixed`
+    (their share moved into the row bounds); None when a row left with fixed columns only
+    breaks. Raises ValueError when a row couples two blocks."""
     free = block >= 0
     x = np.where(free, 0.0, fixed)
     held = ~free[model.cols]
@@ -51,17 +72,12 @@ def solve_blocks(
     if (row_block[model.rows[entries]] != entry_block).any():
         raise ValueError("a row couples two blocks: the model does not split this way")
     if not _fixed_rows_hold(model, row_block, activity):
-        return None, np.inf
+        return None
     order = np.argsort(entry_block, kind="stable")
-    bound = float(model.cost[~free] @ x[~free])
-    for b, cols, part_entries in _blocks(block, entry_block[order], entries[order]):
-        part = _sub_model(model, cols, np.flatnonzero(row_block == b), part_entries, activity)
-        found = solve(replace(part, start=fixed[cols]), options)
-        if found.values is None:
-            return None, (np.inf if found.status == "infeasible" else -np.inf)
-        x[cols] = found.values
-        bound += found.bound
-    return x, bound
+    return [
+        (cols, _sub_model(model, cols, np.flatnonzero(row_block == b), part_entries, activity))
+        for b, cols, part_entries in _blocks(block, entry_block[order], entries[order])
+    ]
 
 
 def _fixed_rows_hold(model: Model, row_block: np.ndarray, activity: np.ndarray) -> bool:

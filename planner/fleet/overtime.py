@@ -168,6 +168,12 @@ class TimeLayout:
     owned: dict[str, int]
     on_demand: dict[str, np.ndarray]  # gpu type -> column per period
 
+    def period_columns(self) -> list[np.ndarray]:
+        """The columns of every period (arrays of shape (..., periods)): all but the held
+        GPUs, which alone couple the periods."""
+        return [self.replicas, self.load, self.spot_replicas, self.spot_load,
+                *self.on_demand.values()]  # fmt: skip
+
 
 def _replica_bounds(
     problem: TimeProblem, share: float = 1.0, keep: float = 1.0, floor: int = 0
@@ -433,8 +439,7 @@ def _period_start(
         used = (tp[gpu == g, None] * fixed[lay.replicas[gpu == g]]).sum(axis=0)
         mine = [c for c in (lay.reserved.get(g), lay.owned.get(g)) if c is not None]
         fixed[cols] = np.maximum(used - fixed[mine].sum(), 0.0)
-    periods = [lay.replicas, lay.load, lay.spot_replicas, lay.spot_load, *lay.on_demand.values()]
-    block = column_blocks(model, periods)
+    block = column_blocks(model, lay.period_columns())
     x = solve_by_blocks(model, block, fixed, replace(options, max_nodes=PERIOD_NODES))
     return x if x is not None and _within(model, x) else None
 

@@ -311,8 +311,8 @@ def solve_by_prices(
     time_limit (with that bound) after MAX_NODES boxes; None if no plan could be rebuilt."""
     clock = time.perf_counter()
     held = _held(problem, lay)
-    periods = [lay.replicas, lay.load, lay.spot_replicas, lay.spot_load, *lay.on_demand.values()]
-    search = _Search(problem, model, lay, held, column_blocks(model, periods), options, table=table)
+    blocks = column_blocks(model, lay.period_columns())
+    search = _Search(problem, model, lay, held, blocks, options, table=table)
     search.best, search.best_cost = start, float(model.cost @ start)
     n_p = len(problem.hours)
     pool = _Pool(len(problem.gpu_types), {}, [[] for _ in range(n_p)], [[] for _ in range(n_p)])
