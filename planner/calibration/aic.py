@@ -132,6 +132,15 @@ AIC_KV_AUTO: dict[tuple[str, str], str] = {
         "(assumed for its other checkpoints too: one campaign, one KV setting)"
     ),
 }
+# session 34: the quant's default (16-bit for FP4 on vLLM since 559f936, right for MXFP4
+# gpt-oss) had put these rows at twice their KV bytes, and the vLLM fit made on FP8 went from 4
+# / 19 / 4% in sample to 6 / 19 / 5%
+AIC_VLLM_FP4_KV = (
+    "KV dtype not published: FP8 assumed for vLLM's NVFP4 campaigns (0.17-0.19 and one "
+    "unversioned), whose NVFP4 weights no base checkpoint holds (a ModelOpt export ran, which "
+    "declares kv_cache_quant_algo FP8, and vLLM's auto KV follows it since "
+    "vllm-project/vllm#29980)"
+)
 AIC_LAYOUT_COLUMNS: tuple[str, ...] = ("pp", "ep", "dp_attention")  # the grid's, issue #10
 AIC_GPUS: dict[str, str] = {
     "h100_sxm": "h100-sxm",
@@ -221,6 +230,8 @@ def _kv(engine: str, version: str, quant_id: str, catalog: Catalog) -> tuple[str
         return catalog.quants[quant_id].default_kv_dtype, auto
     if engine == "trtllm" and quant_id in ("fp8", "fp4"):
         return "fp8", "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
+    if engine == "vllm" and quant_id == "fp4":
+        return "fp8", AIC_VLLM_FP4_KV
     return catalog.quants[quant_id].default_kv_dtype, "KV dtype not published: quant default"
 
 
