@@ -9,7 +9,10 @@ a relaxation of the MIP (its bound is proven), has a fifth of the rows, and solv
 where the whole relaxation took minutes. The plan: the held GPUs at the LP's, rounded; every
 period's replicas floored and the shortfall covered one replica at a time, each the cheapest
 per request at the LP's own prices (its demand duals), with GPUs held for the horizon free;
-the held counts then re-chosen for the replicas found. Nothing here stops by the clock.
+the held counts then re-chosen for the replicas found. Where that plan is short of the gap,
+its worst periods are re-solved as small MIPs with the held GPUs fixed (`_repaired`), while
+their excess over each period's proven floor could still close it. Nothing here stops by the
+clock.
 """
 
 from __future__ import annotations
