@@ -155,13 +155,11 @@ def test_trtllm_kv_is_fp8_for_fp8_checkpoints_but_the_checkpoints_own_in_a_kv_au
     assert len(llama) > 0 and set(llama["kv_dtype"]) == {"fp8"}
 
 
-def test_vllm_nvfp4_campaigns_are_predicted_with_the_fp8_kv_their_checkpoints_declare(aic):
+def test_vllm_nvfp4_campaigns_are_predicted_with_the_fp8_kv_their_checkpoints_declare(aic, catalog):
     """Issue #10: vLLM's NVFP4 rows (Kimi-K2.5, MiniMax-M2.5 and Llama-3.1-70B) ran exported
     ModelOpt checkpoints, which declare an FP8 KV cache that vLLM's auto KV follows; its FP8
     rows keep the quant's default, and the planner's own FP4 rule for vLLM (16-bit, as MXFP4
     checkpoints run) is untouched."""
-    from planner.inputs.catalog import load_catalog
-
     used = cal.usable(aic)
     vllm = used[used["engine"] == "vllm"]
     fp4 = vllm[vllm["quant_id"] == "fp4"]
@@ -171,4 +169,4 @@ def test_vllm_nvfp4_campaigns_are_predicted_with_the_fp8_kv_their_checkpoints_de
     assert fp4["assumptions"].str.contains("vllm-project/vllm#29980", regex=False).all()
     fp8 = vllm[vllm["quant_id"] == "fp8"]
     assert not fp8["assumptions"].str.contains("#29980", regex=False).any()
-    assert load_catalog().quants["fp4"].default_kv_dtype == "bf16"
+    assert catalog.quants["fp4"].default_kv_dtype == "bf16"

@@ -25,7 +25,8 @@ Assumptions (repeated in each row's `assumptions`):
 * KV dtype is not published: FP8 for TensorRT-LLM FP8/FP4 checkpoints (ModelOpt's
   kv_cache_quant_algo FP8), else the quant's default (vLLM and SGLang `kv_cache_dtype auto`);
   TensorRT-LLM campaigns in `AIC_KV_AUTO` take the checkpoint's own KV dtype (BF16), as
-  AIConfigurator's SDK reads a checkpoint.
+  AIConfigurator's SDK reads a checkpoint; vLLM's NVFP4 campaigns FP8 (`AIC_VLLM_FP4_KV`: the
+  ModelOpt export's declared KV, which vLLM's auto follows).
 * DeepSeek-V3.1 uses the DeepSeek-V3 architecture entry (same config.json shapes).
 * attention_dp_size / moe_tp_size / moe_ep_size of 0 or blank mean unset (1).
 
@@ -51,7 +52,9 @@ from planner.calibration.measurements import (
     DATA_DIR,
     DEFAULT_CSV,
     MEASUREMENT_COLUMNS,
+    TRTLLM_FP8_KV_NOTE,
     load_measurements,
+    trtllm_fp8_kv,
 )
 from planner.calibration.quality import skip_duplicates, skip_inconsistent_series
 from planner.inputs.catalog import Catalog, load_catalog
@@ -228,8 +231,8 @@ def _kv(engine: str, version: str, quant_id: str, catalog: Catalog) -> tuple[str
     auto = AIC_KV_AUTO.get((engine, version))
     if auto is not None:
         return catalog.quants[quant_id].default_kv_dtype, auto
-    if engine == "trtllm" and quant_id in ("fp8", "fp4"):
-        return "fp8", "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
+    if trtllm_fp8_kv(engine, quant_id):
+        return "fp8", TRTLLM_FP8_KV_NOTE
     if engine == "vllm" and quant_id == "fp4":
         return "fp8", AIC_VLLM_FP4_KV
     return catalog.quants[quant_id].default_kv_dtype, "KV dtype not published: quant default"

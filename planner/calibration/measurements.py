@@ -183,14 +183,23 @@ def map_quant(precision: str, engine: str) -> tuple[str | None, str]:
     return None, ""
 
 
+TRTLLM_FP8_KV_NOTE = "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
+
+
+def trtllm_fp8_kv(engine: str, quant_id: str | None) -> bool:
+    """TensorRT-LLM serving an FP8/FP4 checkpoint: FP8 KV assumed where the KV dtype is not
+    published (ModelOpt's kv_cache_quant_algo FP8); the public and the aic rows alike."""
+    return engine == "trtllm" and quant_id in ("fp8", "fp4")
+
+
 def _kv_dtype(
     raw: pd.Series, engine: str, quant_id: str | None, catalog: Catalog
 ) -> tuple[str | None, str]:
     stated = str(raw.get("kv_cache_precision") or "").lower()
     if "fp8" in stated:
         return "fp8", ""
-    if engine == "trtllm" and quant_id in ("fp8", "fp4"):
-        return "fp8", "KV dtype not published: FP8 KV assumed for TensorRT-LLM FP8/FP4"
+    if trtllm_fp8_kv(engine, quant_id):
+        return "fp8", TRTLLM_FP8_KV_NOTE
     if quant_id is None:
         return None, ""
     if quant_id in catalog.quants:
