@@ -242,3 +242,38 @@ def test_any_block_size_keeps_the_same_candidates(seed, block, tie_break):
         assert np.array_equal(dominance.undominated(problem, tie_break), whole)
     finally:
         dominance.BLOCK = saved
+
+
+def _replaceable_by_definition(problem: FleetProblem, tie_break: bool) -> np.ndarray:
+    """The module docstring's test on every pair at once, with no shortcut: the reference the
+    pairwise `replaceable` (cheap tests first, copies on the pairs left) must equal."""
+    n = problem.n_candidates
+    cost, gpus = problem.cost_per_hour, np.asarray(problem.tp, dtype=float)
+    gpu = np.asarray(problem.gpu, dtype=object)
+    role, group = disagg.roles_of(problem), disagg.groups_of(problem)
+    flows = disagg.eligibility(problem).reshape(n, -1)
+    k = dominance.copies_needed(problem.capacity, problem.capacity)
+    ok = (role[:, None] == role[None, :]) & (group[:, None] == group[None, :])
+    ok &= (flows[None, :, :] >= flows[:, None, :]).all(axis=2)
+    with np.errstate(invalid="ignore"):
+        ok &= k * cost[None, :] <= cost[:, None]
+        fewer = k * gpus[None, :] <= gpus[:, None]
+    limited = np.array([g in problem.inventory for g in gpu], dtype=bool)
+    if problem.max_gpus is not None:
+        limited[:] = True
+    ok &= ~limited[None, :] | ((gpu[:, None] == gpu[None, :]) & fewer)
+    if tie_break:
+        ok &= fewer
+    return ok & ~np.eye(n, dtype=bool)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 100_000), tie_break=st.booleans(), capped=st.booleans())
+def test_pairwise_replaceable_matches_the_definition(seed, tie_break, capped):
+    """`replaceable` tests the copies only on pairs the cheap tests leave: the same matrix as
+    the definition tested on every pair, with inventory, a GPU cap and pools."""
+    problem = _pooled(seed)
+    if capped:
+        problem = replace(problem, max_gpus=20)
+    expected = _replaceable_by_definition(problem, tie_break)
+    assert np.array_equal(dominance.replaceable(problem, tie_break), expected)
