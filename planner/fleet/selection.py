@@ -192,12 +192,18 @@ def _prune_group(members, keep, tp, cost, caps, ttft, pool) -> None:
         pool[members],
     )
     # [k, j]: candidate j is no worse than k / strictly better somewhere (issue #16: every
-    # pair at once; only the keep-the-first order below stays a loop, over one row each)
-    no_worse = (tp <= tp[:, None]) & (cost <= cost[:, None]) & (caps >= caps[:, None]).all(axis=2)
-    better = (tp < tp[:, None]) | (cost < cost[:, None]) | (caps > caps[:, None]).any(axis=2)
+    # pair at once; only the keep-the-first order below stays a loop, over one row each).
+    # One class at a time: numpy's .all over a trailing axis of 2 classes was 12x the time
+    # of the comparisons themselves (mixed-traffic: 30 -> 5 ms over 39 groups)
+    no_worse = (tp <= tp[:, None]) & (cost <= cost[:, None])
+    better = (tp < tp[:, None]) | (cost < cost[:, None])
+    for col in caps.T:
+        no_worse &= col >= col[:, None]
+        better |= col > col[:, None]
     if pool.any():  # a pool compares its TTFT part too
-        no_worse &= ~pool[:, None] | (ttft <= ttft[:, None]).all(axis=2)
-        better |= pool[:, None] & (ttft < ttft[:, None]).any(axis=2)
+        for col in ttft.T:
+            no_worse &= ~pool[:, None] | (col <= col[:, None])
+            better |= pool[:, None] & (col < col[:, None])
     beats = no_worse & (better | np.tri(len(members), k=-1, dtype=bool))  # ties: the earlier
     np.fill_diagonal(beats, False)
     if pool.all() or not pool.any():
