@@ -378,7 +378,9 @@ RECIPES: dict[str, Recipe] = {
 # to cover the miss and dense TTFT goes from 17% to 27% (median, in sample), so the vLLM fit
 # leaves MoE rows' TTFT out (TPOT and throughput stay in). The MoE prefill terms
 # (perf/moe_prefill.py) have since narrowed the miss (vLLM MoE TTFT log error -0.44 -> -0.28
-# with the refit); whether fitting it still costs dense TTFT was not re-tested.
+# with the refit). Re-tested in session 35 with those terms: fitting MoE TTFT too gives 5 / 19 /
+# 5% in sample (4 / 19 / 4% without) and leaving a GPU family out 7 / 28 / 7%, p90 TTFT 77%
+# (7 / 28 / 6%, p90 65% without; benchmarks/results/accuracy-s35-vllm-moe-ttft-fitted-*.txt).
 MOE_TTFT_NOTE = "ttft: MoE prefill physics incomplete (not fitted for vllm)"
 
 
