@@ -9,7 +9,9 @@ source, and a few derived leads (issue #10):
   concurrency: an error that grows with the batch at every prompt length is not the KV read;
 * TTFT over the modelled single-request prefill, by concurrency x output length, for each
   engine's largest series: queueing behind other prefills would grow with the prefill load
-  (short outputs), a first-round wave or a per-request cost would not (#10, t10k).
+  (short outputs), a first-round wave or a per-request cost would not (#10, t10k);
+* TTFT's slope over the output length at one concurrency, in units of the interval between
+  two completions (session 35: TensorRT-LLM 1.0.0rc3's Llama-3.1-8B alone has one).
 
     python benchmarks/residuals.py                 # every server engine
     python benchmarks/residuals.py --engines trtllm
@@ -110,6 +112,30 @@ def ttft_ratio_lead(pred: pd.DataFrame) -> None:
         print(table.round(1).to_string())
 
 
+def output_length_lead(pred: pd.DataFrame) -> None:
+    """TTFT against the output length O at one concurrency C (session 35): the slope of a line
+    fitted to each series' measured (and predicted) TTFT over O, as k = slope x C / TPOT, so
+    k = 1 is a wait of one interval between two requests' completions (O x TPOT / C); the
+    median k per source, model, GPU, quant and C, where a series has two output lengths."""
+    keys = ["source_key", "model_id", "gpu_id", "quant_id", "tp", "input_len", "batch"]
+    rows = []
+    for key, g in pred.groupby(keys, observed=True):
+        if g["output_len"].nunique() < 2:
+            continue
+        scale = key[-1] / g["meas_tpot"].mean()
+        measured = np.polyfit(g["output_len"], g["meas_ttft"], 1)[0] * scale
+        modelled = np.polyfit(g["output_len"], g["pred_ttft"], 1)[0] * scale
+        rows.append((*key, measured, modelled))
+    if not rows:
+        return
+    table = pd.DataFrame(rows, columns=[*keys, "k", "k_model"])
+    summary = table.groupby([*keys[:4], "batch"], observed=True).agg(
+        series=("k", "size"), k=("k", "median"), k_model=("k_model", "median")
+    )
+    print("\nTTFT slope over the output length, k = slope x C / TPOT (1: one completion interval)")
+    print(summary.round(2).to_string())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the residual tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -123,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if "trtllm" in engines:
         qwen_fp8_lead(pred)
     ttft_ratio_lead(pred)
+    output_length_lead(pred)
     return 0
 
 
