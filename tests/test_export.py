@@ -1089,3 +1089,25 @@ def test_editing_the_cheapest_apis_price_moves_the_summary_to_the_next(written):
     wb.save(edited)
     got = read_back(edited)
     assert got["Summary!B21"] == second != wb["Summary"]["C21"].value
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=st.lists(
+        st.sampled_from([0.0, -0.0, 1.5, 15.848037407035994, 1e-300, 7.1, math.inf, math.nan])
+        | st.floats(allow_nan=True, allow_infinity=True),
+        min_size=0,
+        max_size=40,
+    ),
+    single=st.booleans(),
+)
+def test_candidate_float_texts_are_each_values_own_text(values, single):
+    """The Candidates sheet formats each distinct bit pattern once: every row still gets its
+    own value's text, float64's repr and float32's shortest decimal, -0.0 apart from 0.0."""
+    from planner.render.xlsx.candidates import _float_texts
+
+    dtype = np.float32 if single else np.float64
+    with np.errstate(over="ignore"):
+        arr = np.asarray(values, dtype=dtype)
+    want = arr.astype(str).tolist() if single else [repr(v) for v in arr.tolist()]
+    assert _float_texts(arr) == want

@@ -73,12 +73,8 @@ class CandidateSheet:
             return head + "><v>{}</v></c>", column.tolist()
         if isinstance(column, np.ndarray) and kind == "f":
             values = column
-            # float32 physics detail: its shortest decimal, not 21.50399971; float64: repr
-            texts = values.astype(str) if values.dtype == np.float32 else None
             finite = np.isfinite(values.astype(float))
-            if finite.all() and texts is None:  # repr inside str.format, no list of texts
-                return head + "><v>{!r}</v></c>", values.tolist()
-            shown = texts.tolist() if texts is not None else [repr(v) for v in values.tolist()]
+            shown = _float_texts(values)
             if finite.all():
                 return head + "><v>{}</v></c>", shown
             cells = [
@@ -134,6 +130,21 @@ def _as_text(column: Column) -> Coded | None:
     if not all(isinstance(v, str) or v is None or v != v for v in values):
         return None
     return Coded.of(np.asarray(values, dtype=object))
+
+
+def _float_texts(values: np.ndarray) -> list[str]:
+    """Each value's text: float32 its shortest decimal (not 21.50399971), float64 its repr;
+    each distinct bit pattern formatted once (issue 16: a float's repr is ~0.4 us, and half
+    of a Candidates column repeats across batches: mixed-traffic's prefill times are 212
+    values in 10,955 rows). Distinct by bits, not by value: -0.0 and 0.0 keep their texts."""
+    if values.dtype not in (np.float32, np.float64):
+        return [repr(v) for v in values.tolist()]
+    bits = values.view(np.int32 if values.dtype == np.float32 else np.int64)
+    _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+    distinct = values[first]
+    texts = distinct.astype(str) if values.dtype == np.float32 else None
+    shown = texts.tolist() if texts is not None else [repr(v) for v in distinct.tolist()]
+    return np.asarray(shown, dtype=object)[inverse.reshape(-1)].tolist()
 
 
 def _distinct_shown(column: Column) -> list[str]:
