@@ -96,6 +96,7 @@ class ScaledFleet:
             row_upper=row_upper,
             sub_mips=False,
             restarts=False,
+            reduced_cost_heuristic=False,
         )
         outcome = solve(model, self.options)
         values = solved_point(outcome, self.options)
@@ -167,6 +168,7 @@ class ScaledFleet:
             start=None,
             sub_mips=False,
             restarts=False,
+            reduced_cost_heuristic=False,
         )
         outcome = solve(model, self.options)
         if outcome.status == "infeasible":

@@ -94,6 +94,11 @@ class Model:
     # issue 16: HiGHS's restarts (presolve again once columns are fixed) off for the same small
     # MIPs: on the break-even MIPs of the pooled scenarios they halve the CPU, the same optima
     restarts: bool = True
+    # issue 16: HiGHS's root reduced-cost heuristic (a sub-MIP over the columns the root LP's
+    # reduced costs leave free) off for the break-even and least-cost MIPs, which branching
+    # proves anyway: 22% of HiGHS's instructions on mixed-traffic's, the same costs. The
+    # plan-over-time repair keeps it: at 1 node a period it is what finds its plans
+    reduced_cost_heuristic: bool = True
     # HiGHS's feasibility jump (off for array models, `_HIGHS_MIP`): on for the fleet MIP built
     # as arrays (`fleet/matrix.py`), which PuLP solved with it, so its ties fall as they did
     feasibility_jump: bool = False
@@ -250,6 +255,8 @@ def _solve_model(model: Model, options: SolverOptions) -> Outcome:
                 h.setOptionValue(name, False)
         if not model.restarts:
             h.setOptionValue("mip_allow_restart", False)
+        if not model.reduced_cost_heuristic:
+            h.setOptionValue("mip_heuristic_run_root_reduced_cost", False)
         if model.feasibility_jump:
             h.setOptionValue("mip_heuristic_run_feasibility_jump", True)
         _pass_model(h, model)
