@@ -80,15 +80,8 @@ def least_cost_bound(problem: FleetProblem, options: SolverOptions) -> float:
 
 def _least_cost(problem: FleetProblem, options: SolverOptions, integer: bool) -> Outcome:
     """The fleet model over the undominated candidates, on the cost alone, solved as a MIP
-    (without HiGHS's sub-MIPs, restarts and root reduced-cost heuristic: small) or as its LP
-    relaxation."""
+    (`Model.branch_only`: small) or as its LP relaxation."""
     kept = problem.restricted(dominance.undominated(problem))
     built = build_model(kept, integer=integer, compact=True)  # the cost alone
-    model = replace(
-        built.model,
-        cost=built.cost_only(kept),
-        sub_mips=False,
-        restarts=False,
-        reduced_cost_heuristic=False,
-    )
+    model = replace(built.model, cost=built.cost_only(kept)).branch_only()
     return solve(model, options)

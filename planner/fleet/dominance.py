@@ -37,6 +37,7 @@ import numpy as np
 
 from planner.fleet import disagg
 from planner.fleet.steady import FleetProblem
+from planner.perf.table import Coded
 
 MAX_COPIES = 64  # a replacement by more copies than this is not looked for (k is exact below)
 
@@ -80,11 +81,11 @@ class _Facts:
         self.gpus = np.asarray(problem.tp, dtype=float)
         self.capacity = np.asarray(problem.capacity, dtype=float)
         # role, balance group and GPU type as codes: pairs compare integers, not strings
-        self.role = _codes(disagg.roles_of(problem))
-        self.group = _codes(disagg.groups_of(problem))
+        self.role = Coded.of(disagg.roles_of(problem)).codes
+        self.group = Coded.of(disagg.groups_of(problem)).codes
         self.flows = disagg.eligibility(problem).reshape(n, -1)
         gpu = np.asarray(problem.gpu, dtype=object)
-        self.gpu = _codes(gpu)
+        self.gpu = Coded.of(gpu).codes
         self.limited = np.array([g in problem.inventory for g in gpu.tolist()], dtype=bool)
         if problem.max_gpus is not None:
             self.limited[:] = True
@@ -122,12 +123,6 @@ class _Facts:
         code = code.reshape(-1)
         covers = np.asarray((patterns[None, :, :] >= patterns[:, None, :]).all(axis=2))  # q ⊇ p
         return covers[code[a][:, None], code[b][None, :]]
-
-
-def _codes(values: np.ndarray) -> np.ndarray:
-    """Each value's index among the distinct values (equal values, equal codes)."""
-    index: dict[object, int] = {}
-    return np.array([index.setdefault(v, len(index)) for v in np.asarray(values).tolist()])
 
 
 def replaceable(problem: FleetProblem, tie_break: bool = False) -> np.ndarray:

@@ -94,10 +94,7 @@ class ScaledFleet:
             upper=upper,
             row_lower=row_lower,
             row_upper=row_upper,
-            sub_mips=False,
-            restarts=False,
-            reduced_cost_heuristic=False,
-        )
+        ).branch_only()
         outcome = solve(model, self.options)
         values = solved_point(outcome, self.options)
         if values is None:
@@ -166,10 +163,7 @@ class ScaledFleet:
             row_lower=row_lower,
             row_upper=row_upper,
             start=None,
-            sub_mips=False,
-            restarts=False,
-            reduced_cost_heuristic=False,
-        )
+        ).branch_only()
         outcome = solve(model, self.options)
         if outcome.status == "infeasible":
             return math.inf

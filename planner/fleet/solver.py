@@ -115,6 +115,12 @@ class Model:
         """The LP relaxation (every column continuous)."""
         return replace(self, integer=np.zeros(self.n_cols, dtype=bool), start=None)
 
+    def branch_only(self) -> Model:
+        """This model as a small cost-only MIP that branching proves anyway (the break-even
+        and least-cost MIPs): HiGHS without its sub-MIP heuristics, its root reduced-cost
+        heuristic and its restarts (the fields above say why)."""
+        return replace(self, sub_mips=False, restarts=False, reduced_cost_heuristic=False)
+
 
 @dataclass(frozen=True)
 class Outcome:
