@@ -18,7 +18,6 @@ Needs `valgrind` (Debian package).
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import scenario_speed
 from scenario_speed import single_period
 
 REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
@@ -34,10 +34,7 @@ REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 def instructions(args: list[str], code: Path | None, out: Path) -> int:
     """Instructions one process executes under callgrind (its whole run, imports included)."""
-    env = dict(os.environ, PYTHONHASHSEED="0")  # the same dict orders, run to run
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
+    env = dict(_env(code), PYTHONHASHSEED="0")  # the same dict orders, run to run
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *args],
         env=env,
@@ -95,10 +92,9 @@ def main(argv: list[str]) -> None:
 
 
 def _env(code: Path | None) -> dict[str, str]:
-    env = dict(os.environ)
+    """`scenario_speed`'s environment for `code`, with bytecode written (as an install does)."""
+    env = scenario_speed._env(code)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    if code is not None:
-        env["PYTHONPATH"] = str(code)
     return env
 
 
