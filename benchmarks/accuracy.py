@@ -282,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     pd.set_option("display.width", 160)
     catalog = load_catalog()
     rows = load(catalog)
+    by = [c.strip() for c in args.by.split(",") if c.strip()]
+    if missing := [c for c in by if c not in rows]:
+        parser.error(f"--by: no column {missing}; e.g. model_id, gpu_id, source_key")
     if args.write:
         only = tuple(r.strip() for r in args.write_only.split(",") if r.strip()) or None
         if only and (bad := [r for r in only if r not in cal.RECIPES]):
@@ -308,12 +311,9 @@ def main(argv: list[str] | None = None) -> int:
                 "from the other engines' shipped profiles (calibration.transfer)"
             )
         cv = cross_validation(args.jobs, args.starts, folds, engines, args.transfer_min_models)
-        by = [c.strip() for c in args.by.split(",") if c.strip()]
         for (engine, label), pred in cv.items():
             results[(engine, label)] = errors(pred)
             if by:
-                if missing := [c for c in by if c not in pred]:
-                    parser.error(f"--by: no column {missing}; e.g. model_id, gpu_id, source_key")
                 print(f"\n### {engine}, {label}: held-out errors by {', '.join(by)}\n")
                 print(by_group(pred, by).to_string())
     table = summary(results).sort_values(["engine", "evaluation"], kind="stable")
