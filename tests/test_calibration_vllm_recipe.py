@@ -31,14 +31,20 @@ def test_moe_rows_lose_their_ttft_and_say_why(catalog):
     assert _rows().loc[0, "meas_ttft"] == 120.0  # a copy
 
 
-def test_only_the_vllm_recipe_fits_the_moe_layer_cost_and_leaves_moe_ttft_out():
-    vllm = cal.RECIPES["vllm"]
+def test_vllm_and_sglang_fit_the_moe_layer_cost_and_only_vllm_leaves_moe_ttft_out():
+    """vLLM fits the MoE layer cost per family from 20 us; SGLang (session 36) fits one
+    default from 0, its prior towards no cost; TensorRT-LLM (worse leaving a model out with
+    it) and llama.cpp keep 0."""
+    vllm, sglang = cal.RECIPES["vllm"], cal.RECIPES["sglang"]
     assert "moe_layer_us" in vllm.params and "moe_layer_us" in (vllm.family_params or ())
     assert "prefill_overhead_ms" not in vllm.params and vllm.unfitted_moe_ttft
-    for rid in ("trtllm", "sglang", "llamacpp"):
+    assert "moe_layer_us" in sglang.params and "moe_layer_us" not in (sglang.family_params or ())
+    assert sglang.base_profile().default.moe_layer_us == 0.0
+    for rid in ("trtllm", "llamacpp"):
         assert "moe_layer_us" not in cal.RECIPES[rid].params
-        assert not cal.RECIPES[rid].unfitted_moe_ttft
         assert cal.RECIPES[rid].base_profile().default.moe_layer_us == 0.0
+    for rid in ("trtllm", "sglang", "llamacpp"):
+        assert not cal.RECIPES[rid].unfitted_moe_ttft
     assert vllm.base_profile().default.moe_layer_us == 20.0  # the stated starting value
 
 

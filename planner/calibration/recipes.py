@@ -263,7 +263,11 @@ _SERVER_FAMILIES = ("hopper", "blackwell")
 SERVER_PARAMS: tuple[str, ...] = (*FIT_PARAMS, "eta_kv")
 # issue #10 (t10v): vLLM's MoE rows (Kimi-K2.5, MiniMax-M2.5, 0.16-0.19) need a fixed decode
 # cost per MoE layer (without it the 422-row fit put eta_mem at 0.92 and a 3-4 ms step
-# overhead on every model): fitted for vLLM only; other engines keep 0 until refitted with it.
+# overhead on every model). Fitted for vLLM and SGLang (session 36: SGLang's leave-one-model-out
+# 23 / 33 / 18% -> 15 / 33 / 11%, in sample 12 / 20 / 10% -> 6 / 19 / 5%, its two MoE models
+# predicted 27-36% fast in TPOT without it; benchmarks/results/accuracy-s36-sglang-moe-layer.txt).
+# Not for TensorRT-LLM: fitted there (15 us), leaving a model out went 18 / 29 / 17% -> 24 / 29 /
+# 22% (accuracy-s36-trtllm-moe-layer-fitted.txt), so it keeps 0.
 # prefill_overhead_ms is not fitted for vLLM: on these rows (the inconsistent 8B and Qwen3-235B
 # campaigns out) it runs to its 20 ms bound on dense rows alone, trading against
 # request_overhead_ms (70 -> 45 ms), a per-pass cost the closed-loop TTFT cannot tell from the
@@ -285,8 +289,9 @@ VLLM_FAMILY_PARAMS: tuple[str, ...] = (
     *(p for p in SERVER_FAMILY_PARAMS if p != "prefill_overhead_ms"),
     "moe_layer_us",
 )
-SGLANG_PARAMS: tuple[str, ...] = tuple(
-    p for p in FIT_PARAMS if p not in ("benchmark_wave_share", "eta_kv")
+SGLANG_PARAMS: tuple[str, ...] = (
+    *(p for p in FIT_PARAMS if p not in ("benchmark_wave_share", "eta_kv")),
+    "moe_layer_us",
 )
 # issue #10 (t10p): TensorRT-LLM's host floor of an eager prefill pass is calibrated apart
 # (ENGINE_START), not fitted: one value for every GPU family (the host's, not the GPU's).

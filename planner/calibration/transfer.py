@@ -52,7 +52,7 @@ def pooled_family(
     """The mean of the donors' `family` overrides in z-space, per constant of `params`, and
     the ids of the donors that gave one. `donor_params` (donor id -> the constants its
     recipe fits per family): a donor gives only those (a constant it holds at a start value,
-    vLLM's prefill_overhead_ms or the others' moe_layer_us of 0, says nothing about the
+    vLLM's prefill_overhead_ms or TensorRT-LLM's moe_layer_us of 0, says nothing about the
     family); a constant no donor gives is left out of the result."""
     having = [d for d in donors if family in d.families]
     pooled: dict[str, float] = {}
