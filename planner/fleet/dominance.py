@@ -83,7 +83,12 @@ class _Facts:
         # role, balance group and GPU type as codes: pairs compare integers, not strings
         self.role = Coded.of(disagg.roles_of(problem)).codes
         self.group = Coded.of(disagg.groups_of(problem)).codes
-        self.flows = disagg.eligibility(problem).reshape(n, -1)
+        # each candidate's flow buckets as a pattern code, and which pattern covers which
+        # (a dozen distinct patterns among hundreds of candidates): covers[p, q] = q ⊇ p
+        flows = disagg.eligibility(problem).reshape(n, -1)
+        patterns, code = np.unique(flows, axis=0, return_inverse=True)
+        self.flow_pattern = code.reshape(-1)
+        self.covers = np.asarray((patterns[None, :, :] >= patterns[:, None, :]).all(axis=2))
         gpu = np.asarray(problem.gpu, dtype=object)
         self.gpu = Coded.of(gpu).codes
         self.limited = np.array([g in problem.inventory for g in gpu.tolist()], dtype=bool)
@@ -97,7 +102,8 @@ class _Facts:
         ok = (self.role[a][:, None] == self.role[b][None, :]) & (
             self.group[a][:, None] == self.group[b][None, :]
         )
-        ok &= self._joins_every_bucket(a, b)
+        # b joins every flow bucket a joins
+        ok &= self.covers[self.flow_pattern[a][:, None], self.flow_pattern[b][None, :]]
         # k >= 1: b costs no more than a (and with the tie-break uses no more GPUs)
         ok &= self.cost[b][None, :] <= self.cost[a][:, None]
         if self.gpus_too:
@@ -115,14 +121,6 @@ class _Facts:
         out = np.zeros(ok.shape, dtype=bool)
         out[i[good], j[good]] = True
         return out
-
-    def _joins_every_bucket(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """J[i, j]: b[j] may join every flow bucket a[i] may, compared once per distinct
-        pattern of buckets (a dozen among hundreds of candidates)."""
-        patterns, code = np.unique(self.flows, axis=0, return_inverse=True)
-        code = code.reshape(-1)
-        covers = np.asarray((patterns[None, :, :] >= patterns[:, None, :]).all(axis=2))  # q ⊇ p
-        return covers[code[a][:, None], code[b][None, :]]
 
 
 def replaceable(problem: FleetProblem, tie_break: bool = False) -> np.ndarray:

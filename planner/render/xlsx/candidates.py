@@ -142,8 +142,10 @@ def _float_texts(values: np.ndarray) -> list[str]:
     bits = values.view(np.int32 if values.dtype == np.float32 else np.int64)
     _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
     distinct = values[first]
-    texts = distinct.astype(str) if values.dtype == np.float32 else None
-    shown = texts.tolist() if texts is not None else [repr(v) for v in distinct.tolist()]
+    if values.dtype == np.float32:
+        shown = distinct.astype(str).tolist()
+    else:
+        shown = [repr(v) for v in distinct.tolist()]
     return np.asarray(shown, dtype=object)[inverse.reshape(-1)].tolist()
 
 
