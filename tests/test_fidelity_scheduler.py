@@ -9,9 +9,10 @@ import pandas as pd
 import pytest
 
 from planner.calibration.recipes import RECIPES
+from planner.perf import engine_memory as em
 from planner.perf import roofline as rf
 from planner.perf import wave
-from planner.perf.candidates import GridSpec, build_grid
+from planner.perf.candidates import GridSpec, build_grid, engine_mem_util
 from planner.perf.evaluate import evaluate
 
 
@@ -22,8 +23,8 @@ from planner.perf.evaluate import evaluate
         ("vllm", "h100-sxm", 8192),  # 81,559 MiB = 79.6 GiB
         ("vllm", "a100-80gb", 2048),  # 80 GiB, but an A100 (ampere)
         ("vllm", "l40s", 2048),  # 46,068 MiB = 45 GiB
-        # SGLang chunked_prefill_size: < 35 GiB 2048, < 160 GiB 8192, else 16384
-        ("sglang", "l40s", 8192),
+        # SGLang chunked_prefill_size: < 35 GiB 2048, < 60 GiB 4096, < 160 GiB 8192, else 16384
+        ("sglang", "l40s", 4096),  # 45 GiB
         ("sglang", "h100-sxm", 8192),
         ("sglang", "b200", 16384),  # 183,359 MiB = 179 GiB
         ("sglang", "rtx-4090", 2048),
@@ -232,3 +233,61 @@ def test_a_wave_under_the_aic_prefill_budget(monkeypatch, chunk, expect):
     monkeypatch.setattr(wave, "batch_prefill_ms", lambda m, g, b, i, c: np.array([400.0]))
     ttft, _ = wave.serving_wave_ms(None, grid, np.array([10.0]), None, None)
     assert float(ttft[0]) == pytest.approx(expect)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "tp", "pp", "dp", "fraction"),
+    [
+        # H100 SXM, 81,559 MiB, chunk 8192, CUDA graphs to 256 sequences below tp 4:
+        # 512 + 1.5 x 8192 + 2 x 256 + 1 x 1 / 8 x 1024 = 13,440 MiB -> 68,119 / 81,559
+        ("h100-sxm", 1, 1, 1, 0.835),
+        # tp 8: graphs to 512: 512 + 12,288 + 1,024 + 1,024 = 14,848 MiB -> 0.818
+        ("h100-sxm", 8, 1, 1, 0.818),
+        # H200, 143,771 MiB, the same 13,440 MiB -> 0.907
+        ("h200", 1, 1, 1, 0.907),
+        # B200, 183,359 MiB, chunk 16384, graphs 512: 512 + 24,576 + 1,024 + 128 = 26,240 MiB
+        ("b200", 1, 1, 1, 0.857),
+        # L40S, 46,068 MiB (45 GiB, no 10 GiB floor), chunk 4096, graphs 32:
+        # 512 + 6,144 + 64 + 128 = 6,848 MiB -> 0.851
+        ("l40s", 1, 1, 1, 0.851),
+        # attention DP on 8 H100s (SGLang tp_size 8, dp_size 8): graphs 512 (> 300), so
+        # 512 + 12,288 + 1,024 + 1,024 + 3 x 512 x 8 + 1.5 x 512 x 8 = 33,280 MiB -> 0.592
+        ("h100-sxm", 1, 1, 8, 0.592),
+        # two pipeline stages of tp 4 H100s: 512 + 12,288 + 1,024 + 4 x 2 / 8 x 1,024 -> 0.818
+        ("h100-sxm", 4, 2, 1, 0.818),
+        # tp 4 x dp 32 (128 GPUs): 16 GiB for the width and 73,728 MiB of DP padding exceed
+        # the card; SGLang would not start with its default, the plan gets no KV pool
+        ("h100-sxm", 4, 1, 32, 0.0),
+    ],
+)
+def test_sglang_memory_fraction_is_its_own_default_for_the_gpu_and_layout(
+    catalog, gpu, tp, pp, dp, fraction
+):
+    """Issue #10: SGLang's mem_fraction_static when the user does not set it
+    (server_args._handle_gpu_memory_settings), hand-computed from its reserve."""
+    g = catalog.gpu(gpu)
+    assert em.sglang_mem_fraction(g.memory_bytes, tp, pp, dp) == fraction
+    eff = catalog.engine("sglang").for_gpu(g.family, g.memory_bytes)
+    assert eff.mem_util_by_gpu and engine_mem_util(eff, g.memory_bytes, tp, pp, dp) == fraction
+
+
+def test_sglang_fraction_reaches_the_kv_pool_and_other_engines_keep_theirs(catalog):
+    """The grid carries SGLang's per-GPU fraction (a smaller KV pool on an H100 than the
+    flat 0.88 gave), while vLLM and TensorRT-LLM keep their profile's constant."""
+    model = catalog.model("llama-3.1-8b")
+    spec = GridSpec(
+        gpus=[catalog.gpu("h100-sxm"), catalog.gpu("h200")],
+        quants=[catalog.quant("bf16")],
+        tps=[1, 8],
+        batches=[1],
+        shapes=[(1000, 200)],
+    )
+    for engine, expect in (
+        ("sglang", {("h100-sxm", 1): 0.835, ("h100-sxm", 8): 0.818, ("h200", 1): 0.907}),
+        ("vllm", {("h100-sxm", 1): 0.9, ("h100-sxm", 8): 0.9, ("h200", 1): 0.9}),
+        ("trtllm", {("h100-sxm", 1): 0.9, ("h100-sxm", 8): 0.9, ("h200", 1): 0.9}),
+    ):
+        grid, _ = build_grid(model, spec, catalog.engine(engine), False)
+        got = grid.groupby(["gpu", "tp"])["eff_mem_util"].first().to_dict()
+        assert {k: got[k] for k in expect} == pytest.approx(expect)
+    assert em.SGLANG_SOURCE.startswith("sgl-project/sglang")

@@ -26,6 +26,7 @@ from planner.perf.candidates import (
     GridSpec,
     deployment_rows,
     draft_forward_ms,
+    engine_mem_util,
 )
 from planner.perf.memory import PREFILL_CHUNK_TOKENS
 from planner.perf.wave import (  # the wave timings, shared with `planner estimate`
@@ -159,6 +160,9 @@ def _set_eff(grid: pd.DataFrame, effs: Efficiency | Sequence[Efficiency]) -> Non
             grid[f"eff_{name}"] = np.array([d[name] for d in dumped], dtype=float)
     if "_chunk_tokens" in grid:
         grid["eff_prefill_chunk_tokens"] = grid["_chunk_tokens"].to_numpy(dtype=float)
+    if "_mem_util" in grid:  # the engine's own rule for the row's GPU and layout (#10, SGLang)
+        own = grid["_mem_util"].to_numpy(dtype=float)
+        grid["eff_mem_util"] = np.where(np.isfinite(own), own, grid["eff_mem_util"])
 
 
 def _dumped(eff: Efficiency) -> dict:
@@ -395,13 +399,23 @@ def build_design(
     return design
 
 
+def _layout_count(row: pd.Series, column: str) -> int:
+    """The row's pipeline stages or attention-DP ranks: 1 where the row does not say."""
+    value = float(row.get(column, math.nan))
+    return int(value) if math.isfinite(value) and value >= 1 else 1
+
+
 def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> dict:
     """The row's engine scheduler facts (#10): its prefill chunk on that GPU and whether it
     mixes prefill into decode steps (no profile: the 8192-token chunk, mixing), the row's own
     where its harness set them (`prefill_budget_tokens`, `harness_mixes_prefill`: the aic
     rows, `aic.AIC_GENERATOR`)."""
     if prof is None:
-        return {"_chunk_tokens": PREFILL_CHUNK_TOKENS, "_mixes_prefill": True}
+        return {
+            "_chunk_tokens": PREFILL_CHUNK_TOKENS,
+            "_mixes_prefill": True,
+            "_mem_util": math.nan,
+        }
     gpu = catalog.gpu(row["gpu_id"])
     chunk = prof.chunk_tokens(gpu.memory_bytes, gpu.family, prof.default.prefill_chunk_tokens)
     mixes = prof.mixes_prefill
@@ -411,7 +425,10 @@ def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> 
     own = float(row.get("harness_mixes_prefill", math.nan))
     if math.isfinite(own):
         mixes = bool(own)
-    return {"_chunk_tokens": chunk, "_mixes_prefill": mixes}
+    eff = prof.for_family(gpu.family)
+    pp, dp = _layout_count(row, "pp"), _layout_count(row, "dp_attention")
+    mem_util = engine_mem_util(eff, gpu.memory_bytes, int(row["tp"]), pp, dp)
+    return {"_chunk_tokens": chunk, "_mixes_prefill": mixes, "_mem_util": mem_util}
 
 
 def _resolve_open_batches(design: Design, effs: Sequence[Efficiency]) -> None:

@@ -60,7 +60,9 @@ SERVER_FAMILY_PARAMS: tuple[str, ...] = (
 # vLLM gpu_memory_utilization 0.9 of total memory, weights and the profiled activation peak
 # inside it; TensorRT-LLM kv_cache_free_gpu_mem_fraction 0.9 of the memory free after the
 # weights and activations; SGLang mem_fraction_static of total for weights + KV pool with
-# activations outside it (0.88 is an assumption: SGLang derives it from the GPU's memory).
+# activations outside it, derived from the GPU's memory and the layout as SGLang does when the
+# user does not set it (mem_util_by_gpu, perf.engine_memory: 0.835 on an H100 at tp 1, 0.907
+# on an H200, 0.857 on a B200; 0.88, SGLang's own fallback, only where no memory is known).
 # No reserve on top of the engine's own headroom, except TensorRT-LLM's (below). TensorRT-LLM
 # runs FP8/FP4 ModelOpt checkpoints with an FP8 KV cache (kv_cache_quant_algo FP8 in
 # hf_quant_config.json).
@@ -81,14 +83,21 @@ ENGINE_MEMORY: dict[str, dict] = {
         "activations_in_budget": False,
         "runtime_reserve_gb": TRTLLM_RUNTIME_RESERVE_GB,
     },
-    "sglang": {"mem_util": 0.88, "kv_budget_of_free": False, "activations_in_budget": False},
+    "sglang": {
+        "mem_util": 0.88,
+        "mem_util_by_gpu": True,
+        "kv_budget_of_free": False,
+        "activations_in_budget": False,
+    },
 }
 # Issue #10 (remaining): each engine's scheduler, from its source (not fitted).
 # * Prefill chunk by GPU memory. vLLM (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults,
 #   OpenAI API server): max_num_batched_tokens 8192 and max_num_seqs 1024 on devices of
 #   >= 70 GiB except the A100, else 2048 and 256. SGLang (python/sglang/srt/server_args.py,
-#   chunked_prefill_size): 2048 below 35 GiB, 8192 below 160 GiB (H100, H200, A100), 16384
-#   above (B200, MI300X). TensorRT-LLM: max_num_tokens 8192 (BuildConfig default) on every GPU.
+#   _handle_gpu_memory_settings, perf.engine_memory.SGLANG_TIERS): chunked_prefill_size 2048
+#   below 35 GiB, 4096 below 60 GiB (A100 40GB, L40S), 8192 below 160 GiB (H100, H200),
+#   16384 above (B200, MI300X). TensorRT-LLM: max_num_tokens 8192 (BuildConfig default) on
+#   every GPU.
 # * SGLang does not mix prefill into decode steps by default: a prefill batch runs on its own
 #   and pauses decode, so the requests of a closed loop with fixed lengths start, decode and
 #   finish together every round (each round a wave: benchmark_wave_share 1, not fitted).
@@ -100,7 +109,8 @@ _VLLM_CHUNKS = (
 )
 _SGLANG_CHUNKS = (
     {"min_memory_gib": 0, "tokens": 2048},
-    {"min_memory_gib": 35, "tokens": 8192},
+    {"min_memory_gib": 35, "tokens": 4096},
+    {"min_memory_gib": 60, "tokens": 8192},
     {"min_memory_gib": 160, "tokens": 16384},
 )
 # The hardware each engine documents (not fitted). vLLM (NVIDIA CUDA, AMD ROCm, Intel Gaudi)
@@ -594,7 +604,14 @@ def describe_fit(
     kv = "" if "eta_kv" in recipe.params else f"eta_kv {profile.default.eta_kv}, "
     wave = ENGINE_SCHEDULER.get(recipe.id, {}).get("benchmark_wave_share")
     notes.append(
-        f"Not fitted: {kv}mem_util {profile.default.mem_util}, "
+        f"Not fitted: {kv}mem_util {profile.default.mem_util}"
+        + (
+            " (SGLang's own fallback: the fraction is derived per GPU and layout, "
+            "perf.engine_memory)"
+            if profile.default.mem_util_by_gpu
+            else ""
+        )
+        + ", "
         f"runtime_reserve_gb {profile.default.runtime_reserve_gb}, kv_budget_of_free "
         f"{profile.default.kv_budget_of_free}, activations_in_budget "
         f"{profile.default.activations_in_budget}, prefill_chunk_tokens "

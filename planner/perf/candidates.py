@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from planner.perf import collectives, columns
+from planner.perf import collectives, columns, engine_memory
 from planner.perf.kv_link import InvalidKvLink, check_kv_link, role_links
 from planner.perf.layout import (
     LAYOUT_COLUMNS,
@@ -174,8 +174,19 @@ def deployment_rows(
                         continue
                     row = {**key, "role": role, "kv_link": link}
                     row = _resolved_row(row, gpu, quant, dtype, eff, price)
+                    pp, dp = layout[0], layout[2]
+                    row["eff_mem_util"] = engine_mem_util(eff, gpu.memory_bytes, tp, pp, dp)
                     ok.append({**row, **layout_columns(gpu, tp, *layout)})
     return ok, rejected
+
+
+def engine_mem_util(eff: Efficiency, memory_bytes: float, tp: int, pp: int, dp: int) -> float:
+    """The engine's memory fraction for this GPU and layout (tp GPUs an attention rank, dp
+    ranks, pp stages): its own per-GPU rule where the profile has one (SGLang, issue #10),
+    else the profile's constant."""
+    if not eff.mem_util_by_gpu:
+        return eff.mem_util
+    return engine_memory.sglang_mem_fraction(memory_bytes, tp, pp, dp)
 
 
 def default_kv_dtype(quant: Quant, engine: EngineProfile | None, ideal: bool = False) -> str:

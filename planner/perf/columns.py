@@ -121,6 +121,7 @@ GRID_COLUMNS = _stage(
         ("eff_mem_util", "fraction", SHARED, "engine: usable fraction of GPU memory"),
         ("eff_runtime_reserve_gb", "GB", SHARED, "engine: runtime memory beyond its budget"),
         ("eff_kv_budget_of_free", "bool", SHARED, "engine: mem_util of free memory"),
+        ("eff_mem_util_by_gpu", "bool", SHARED, "engine: mem_util is the engine's per-GPU rule"),
         ("eff_activations_in_budget", "bool", SHARED, "engine: activations inside mem_util"),
         ("eff_prefill_chunk_tokens", "tokens", SHARED, "engine: tokens per chunked-prefill pass"),
         # disaggregated prefill/decode (issue #11)

@@ -66,6 +66,12 @@ class Efficiency(Strict):
         description="mem_util is a fraction of the memory left after weights and activations "
         "(TensorRT-LLM), not of the total",
     )
+    mem_util_by_gpu: bool = Field(
+        default=False,
+        description="mem_util is the engine's own default for each GPU and layout (SGLang's "
+        "mem_fraction_static from the GPU's memory, perf.engine_memory); the profile's "
+        "mem_util is then only its fallback",
+    )
     activations_in_budget: bool = Field(
         default=True,
         description="activation workspace comes out of the mem_util budget (vLLM profiles "
