@@ -16,6 +16,7 @@ from planner.calibration.measurements import usable
 from planner.calibration.prediction import predict
 from planner.calibration.transfer import TRANSFER_MIN_MODELS, needs_transfer, transfer_family
 from planner.inputs.catalog import Catalog
+from planner.perf import engine_memory
 from planner.perf import gemm_shape as gs
 from planner.schema.engine import Efficiency, EngineProfile
 
@@ -107,12 +108,7 @@ _VLLM_CHUNKS = (
     {"min_memory_gib": 0, "tokens": 2048},
     {"min_memory_gib": 70, "tokens": 8192, "except_families": ("ampere",), "max_num_seqs": 1024},
 )
-_SGLANG_CHUNKS = (
-    {"min_memory_gib": 0, "tokens": 2048},
-    {"min_memory_gib": 35, "tokens": 4096},
-    {"min_memory_gib": 60, "tokens": 8192},
-    {"min_memory_gib": 160, "tokens": 16384},
-)
+_SGLANG_CHUNKS = engine_memory.sglang_chunk_tiers()  # the same source as its memory fraction
 # The hardware each engine documents (not fitted). vLLM (NVIDIA CUDA, AMD ROCm, Intel Gaudi)
 # and SGLang (NVIDIA, AMD; Gaudi through Habana's fork) run on every family the catalog has.
 _TRTLLM_HARDWARE = {

@@ -34,6 +34,18 @@ SGLANG_SOURCE = (
 )
 
 
+def sglang_chunk_tiers() -> tuple[dict, ...]:
+    """SGLang's chunked_prefill_size by GPU memory as an engine profile's
+    `prefill_chunk_tiers` (the lowest GiB of each step and its tokens), from SGLANG_TIERS."""
+    tiers: list[dict] = []
+    low = 0.0
+    for below_gib, chunk, _, _ in SGLANG_TIERS:
+        if not tiers or tiers[-1]["tokens"] != chunk:
+            tiers.append({"min_memory_gib": low, "tokens": chunk})
+        low = below_gib
+    return tuple(tiers)
+
+
 def sglang_tier(memory_mib: float, tp: int) -> tuple[int, int]:
     """SGLang's default (chunked_prefill_size, cuda_graph_max_bs) on a GPU of `memory_mib`
     MiB for a worker of `tp` GPUs a pipeline stage."""
