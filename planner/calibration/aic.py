@@ -174,6 +174,17 @@ AIC_GENERATOR = (
     f"ISL + {AIC_PREFILL_MARGIN_TOKENS} prompt tokens a pass beside the decode tokens, "
     "prefill mixed into decode steps (SGLang enable_mixed_chunk)"
 )
+# Issue #10 (s37): the generator's CLI template for SGLang 0.5.1.post1
+# (generator/config/backend_templates/sglang/cli_args.0.5.1.post1.j2) emits the mixing flag
+# only for a key `enable-mix-chunk`, while backend_config_mapping.yaml maps the rule's
+# enable_mixed_chunk to `enable-mixed-chunk` (the key the later templates, 0.5.6.post2 on,
+# read): a 0.5.1.post1 deployment from the generator runs SGLang's default, prefill batches
+# on their own, and every closed-loop round is a wave.
+AIC_UNMIXED: frozenset[tuple[str, str]] = frozenset({("sglang", "0.5.1.post1")})
+AIC_UNMIXED_NOTE = (
+    "except that prefill is not mixed: the generator's template for this SGLang version never "
+    "passes enable_mixed_chunk (aic.AIC_UNMIXED)"
+)
 THROUGHPUT_BASIS = "throughput: C * OSL / (TTFT + (OSL - 1) * TPOT) (Little's law, derived)"
 
 
@@ -248,6 +259,7 @@ def _contradicted(engine: str, raw: pd.Series, mode: str) -> list[str]:
 def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     """One CSV row as a measurement row (the columns of MEASUREMENT_COLUMNS)."""
     engine = AIC_ENGINES[str(raw["backend"])]
+    version = str(raw["backend_version"]).strip()
     model_id = AIC_MODELS.get(str(raw["model_path"]))
     gpu_id = AIC_GPUS.get(str(raw["system"]))
     mode = str(raw["gemm_quant_mode"]).strip()
@@ -267,9 +279,11 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     is_moe = model_id is not None and model_id in catalog.models and catalog.model(model_id).moe
     skips += _parallel_skips(raw, bool(is_moe))
     notes = ["closed loop at concurrency batch_size", AIC_GENERATOR]
+    if (engine, version) in AIC_UNMIXED:
+        notes.append(AIC_UNMIXED_NOTE)
     kv = None
     if quant_id is not None:
-        kv, kv_note = _kv(engine, str(raw["backend_version"]).strip(), quant_id, catalog)
+        kv, kv_note = _kv(engine, version, quant_id, catalog)
         notes.append(kv_note)
     if mode == "fp8_block":
         notes.append("fp8_block mapped to fp8")
@@ -317,7 +331,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         "metric_skips": "",
         "wave_share": math.nan,  # not published: the profile's fitted share applies
         "prefill_budget_tokens": isl + AIC_PREFILL_MARGIN_TOKENS,  # AIC_GENERATOR
-        "harness_mixes_prefill": 1.0,
+        "harness_mixes_prefill": 0.0 if (engine, version) in AIC_UNMIXED else 1.0,  # s37
         **{c: lay[c] for c in AIC_LAYOUT_COLUMNS},
     }
 

@@ -237,8 +237,10 @@ CLOSED_LOOP_TIMING = "mixed"
 
 def _wave_share(grid: pd.DataFrame) -> np.ndarray:
     """The share of a closed loop's requests in its first round: the run's own where it says
-    (a vLLM result, max_concurrency / num_prompts), else the profile's fitted one."""
-    fitted = _col(grid, "eff_benchmark_wave_share")
+    (a vLLM result, max_concurrency / num_prompts), else the profile's fitted one for an
+    engine that mixes prefill into decode steps, and 1 for one that does not (SGLang's
+    prefill batches: fixed lengths start, decode and finish together, every round a wave)."""
+    fitted = np.where(mixes_prefill(grid), _col(grid, "eff_benchmark_wave_share"), 1.0)
     if "wave_share" not in grid:
         return fitted
     own = grid["wave_share"].to_numpy(dtype=float)

@@ -101,7 +101,9 @@ ENGINE_MEMORY: dict[str, dict] = {
 #   every GPU.
 # * SGLang does not mix prefill into decode steps by default: a prefill batch runs on its own
 #   and pauses decode, so the requests of a closed loop with fixed lengths start, decode and
-#   finish together every round (each round a wave: benchmark_wave_share 1, not fitted).
+#   finish together every round: each round a wave (share 1, calibration.prediction
+#   ._wave_share). Its aic rows that mix (enable_mixed_chunk: every campaign but 0.5.1.post1,
+#   aic.AIC_UNMIXED) fit their first-round share like vLLM's and TensorRT-LLM's (s37).
 # * TensorRT-LLM's default capacity scheduler (GUARANTEED_NO_EVICT) admits a request only
 #   with KV blocks for its whole output: I + O tokens a sequence (kv_reserve_output).
 _VLLM_CHUNKS = (
@@ -148,7 +150,6 @@ ENGINE_SETTINGS: dict[str, dict] = {
 }
 ENGINE_SCHEDULER: dict[str, dict] = {
     "trtllm": {"kv_reserve_output": True},
-    "sglang": {"benchmark_wave_share": 1.0},
 }
 # Issue #11 (t10s): the fixed cost of one draft forward inside a decode step (not fitted: the
 # calibration sets hold no speculative rows). vLLM V1 runs the drafter's k forwards inside the
@@ -296,7 +297,7 @@ VLLM_FAMILY_PARAMS: tuple[str, ...] = (
     "moe_layer_us",
 )
 SGLANG_PARAMS: tuple[str, ...] = (
-    *(p for p in FIT_PARAMS if p not in ("benchmark_wave_share", "eta_kv")),
+    *(p for p in FIT_PARAMS if p != "eta_kv"),
     "moe_layer_us",
 )
 # issue #10 (t10p): TensorRT-LLM's host floor of an eager prefill pass is calibrated apart
