@@ -123,6 +123,22 @@ def test_estimate_of_a_model_that_does_not_fit_exits_2(args, weights):
     assert "try a larger --tp, a smaller --quant or a bigger --gpu" in res.output
 
 
+def test_sglang_wide_attention_dp_names_the_engines_own_memory_fraction():
+    """SGLang's default mem_fraction_static (#10, s37) leaves 128 H100s at tp 4 x dp 32 no
+    room: the refusal says the fraction it came to and that narrowing the layout helps; an
+    engine with a fixed fraction (vLLM) gets no such note."""
+    args = ["--model", "deepseek-v3", "--gpu", "h100-sxm", "--quant", "fp8", "--tp", "4"]
+    args += ["--dp-attention", "32", "--ep", "128", "--concurrency", "64"]
+    res = CliRunner().invoke(cli, ["estimate", *args, "--engine", "sglang"], obj={})
+    assert res.exit_code == 2, res.output
+    assert "does not fit on 128 x h100-sxm" in res.output
+    assert "default memory fraction here is 0.000" in res.output
+    assert "a narrower --dp-attention or --tp leaves more" in res.output
+    res = CliRunner().invoke(cli, ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm",
+                                   "--quant", "bf16"], obj={})  # fmt: skip
+    assert res.exit_code == 2 and "memory fraction" not in res.output
+
+
 def test_disaggregated_pools_that_do_not_fit_say_by_how_much():
     """A pool's worker that holds no sequence names its weights against the usable memory,
     as the aggregated estimate does, and what to change."""

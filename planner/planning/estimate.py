@@ -337,7 +337,20 @@ def refuse_unfit(req: EstimateRequest, row: Row) -> None:
     )
     raise InputError(
         f"{req.model} does not fit on {int(row['gpus_per_replica'])} x {req.gpu} at "
-        f"{req.quant}: {what}; try a larger --tp, a smaller --quant or a bigger --gpu"
+        f"{req.quant}: {what}{_engine_fraction_note(row)}; try a larger --tp, a smaller "
+        "--quant or a bigger --gpu"
+    )
+
+
+def _engine_fraction_note(row: Row) -> str:
+    """Where the engine derives its memory fraction from the GPU and layout (SGLang), say
+    what it came to: its reserve grows with the width and the attention-DP ranks (#10)."""
+    if not bool(row.get("eff_mem_util_by_gpu", False)):
+        return ""
+    return (
+        f" (the engine's own default memory fraction here is {float(row['eff_mem_util']):.3f}: "
+        "its reserve for activations and CUDA graphs grows with tp x dp-attention and pp, "
+        "so a narrower --dp-attention or --tp leaves more)"
     )
 
 
