@@ -260,6 +260,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     """One CSV row as a measurement row (the columns of MEASUREMENT_COLUMNS)."""
     engine = AIC_ENGINES[str(raw["backend"])]
     version = str(raw["backend_version"]).strip()
+    unmixed = (engine, version) in AIC_UNMIXED  # s37: its generator template never mixes
     model_id = AIC_MODELS.get(str(raw["model_path"]))
     gpu_id = AIC_GPUS.get(str(raw["system"]))
     mode = str(raw["gemm_quant_mode"]).strip()
@@ -279,7 +280,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     is_moe = model_id is not None and model_id in catalog.models and catalog.model(model_id).moe
     skips += _parallel_skips(raw, bool(is_moe))
     notes = ["closed loop at concurrency batch_size", AIC_GENERATOR]
-    if (engine, version) in AIC_UNMIXED:
+    if unmixed:
         notes.append(AIC_UNMIXED_NOTE)
     kv = None
     if quant_id is not None:
@@ -331,7 +332,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
         "metric_skips": "",
         "wave_share": math.nan,  # not published: the profile's fitted share applies
         "prefill_budget_tokens": isl + AIC_PREFILL_MARGIN_TOKENS,  # AIC_GENERATOR
-        "harness_mixes_prefill": 0.0 if (engine, version) in AIC_UNMIXED else 1.0,  # s37
+        "harness_mixes_prefill": 0.0 if unmixed else 1.0,
         **{c: lay[c] for c in AIC_LAYOUT_COLUMNS},
     }
 
