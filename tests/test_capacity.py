@@ -260,12 +260,12 @@ def _long_prompt_on_a_fleet(tmp_path, mode: str) -> Path:
 
 
 def test_capacity_says_it_leaves_pools_out(tmp_path):
-    """Pools were dropped without a word: 3.33 req/s on aggregated replicas, while solve with
+    """Pools were dropped without a word: 3.42 req/s on aggregated replicas, while solve with
     pools serves 4.00 on this fleet; the answer stands, with a note in text and JSON."""
     path = _long_prompt_on_a_fleet(tmp_path, "auto")
     res = invoke("capacity", str(path), "--json")
     data = json.loads(res.output)
-    assert data["max_requests_per_second"] == pytest.approx(3.33, abs=0.005)
+    assert data["max_requests_per_second"] == pytest.approx(3.42, abs=0.005)
     (note,) = data["notes"]
     assert note.startswith("prefill/decode pools are not sized by planner capacity")
     assert "Note: prefill/decode pools" in invoke("capacity", str(path)).output
@@ -294,8 +294,8 @@ def test_layout_text_gives_the_gpus_a_replica_takes():
 
 
 def test_the_batch_limit_is_the_chosen_layouts_own(tmp_path, catalog):
-    """deepseek-r1 on 64 H100: the line runs pp 2 / ep 8 / dp 2 at batch 192, and batch 256
-    of that layout fails on TPOT (52.2 ms > 50); the reason was pp 1's out of memory
+    """deepseek-r1 on 64 H100: the line runs tp 2 / pp 2 / ep 8 / dp 4 at batch 256, and batch
+    384 of that layout fails on TPOT (53.7 ms > 50); the reason was once pp 1's out of memory
     (196 GB/GPU), a row of another layout with the same gpu/tp/quant/kv."""
     text = (ROOT / "scenarios" / "deepseek-r1-h100.yaml").read_text()
     path = tmp_path / "ds.yaml"
@@ -303,12 +303,12 @@ def test_the_batch_limit_is_the_chosen_layouts_own(tmp_path, catalog):
     scenario, cat = load_scenario(path, catalog)
     result = fleet_capacity(scenario, cat)
     (line,) = result.deployments
-    assert (line.tp, line.pp, line.ep, line.dp_attention, line.batch) == (4, 2, 8, 2, 192)
-    assert line.batch_limit == "batch 256 fails class 'all': TPOT 50.5 ms > 50 ms"
+    assert (line.tp, line.pp, line.ep, line.dp_attention, line.batch) == (2, 2, 8, 4, 256)
+    assert line.batch_limit == "batch 384 fails class 'all': TPOT 53.7 ms > 50 ms"
     assert line.gpus == 64 and line.replicas == 4
     shown = render_capacity(result)
-    assert "pp 2, ep 8, dp 2 (16 GPUs each)" in shown
-    assert "h100-sxm tp 4 pp 2 ep 8 dp 2 fp8 batch 192: batch 256 fails" in shown
+    assert "pp 2, ep 8, dp 4 (16 GPUs each)" in shown
+    assert "h100-sxm tp 2 pp 2 ep 8 dp 4 fp8 batch 256: batch 384 fails" in shown
 
 
 def _deepseek_on(tmp_path, fleet: int, min_replicas: int = 1) -> Path:
@@ -364,7 +364,7 @@ def _fleet16_with(fleet16, hardware: dict | None = None, constraints: dict | Non
 
 def test_an_inventory_below_the_fleet_is_what_the_headline_names(fleet16):
     """16 H100s owned, an inventory of 8: 4 tp 2 replicas, half of the 16's 8 (each replica
-    40.2 / 8 = 5.03 req/s), and the headline says 8 of the 16 are usable, not '16 x h100-sxm
+    41.2 / 8 = 5.15 req/s), and the headline says 8 of the 16 are usable, not '16 x h100-sxm
     serves' beside '8 of 8 in use'."""
     _, _, whole = fleet16
     _, _, result = _fleet16_with(fleet16, hardware={"inventory": {"h100-sxm": 8}})
@@ -375,14 +375,14 @@ def test_an_inventory_below_the_fleet_is_what_the_headline_names(fleet16):
         "GPU count: 8 of 8 usable h100-sxm in use (hardware.inventory caps the fleet's 16)"
     )
     text = render_capacity(result)
-    assert "16 x h100-sxm (8 usable: hardware.inventory) serves at most 20.1 requests/s" in (
+    assert "16 x h100-sxm (8 usable: hardware.inventory) serves at most 20.6 requests/s" in (
         " ".join(text.split())
     )
 
 
 def test_max_gpus_is_named_when_it_leaves_gpus_idle(fleet16):
-    """max_gpus 11 on 16 H100s: 5 tp 2 replicas (10 GPUs, 5/8 of 40.2 = 25.1 req/s); a sixth
-    would add 5.03 req/s, so the 6 idle GPUs are max_gpus's doing, not 'no replica adds
+    """max_gpus 11 on 16 H100s: 5 tp 2 replicas (10 GPUs, 5/8 of 41.2 = 25.7 req/s); a sixth
+    would add 5.15 req/s, so the 6 idle GPUs are max_gpus's doing, not 'no replica adds
     capacity'."""
     _, _, whole = fleet16
     _, _, result = _fleet16_with(fleet16, constraints={"max_gpus": 11})

@@ -156,6 +156,24 @@ def test_a_closed_loop_that_does_not_mix_waves_every_round():
     assert pr._wave_share(grid).tolist() == pytest.approx([1.0, 0.29, 0.1])
 
 
+def test_tpot_sees_a_first_round_only_in_the_benchmarks_true_first_rounds():
+    """s37: the fitted share is TTFT's (arrivals that cluster round after round); a TPOT is a
+    first round's (the whole round prefilled while it decodes) in one round of the aic
+    benchmark's 50 (bench_run.sh.j2: C x 50 requests after a C x 2 warm-up), in every round
+    of an engine that does not mix, and at the run's own share where it says."""
+    grid = pd.DataFrame(
+        {
+            "_mixes_prefill": [False, True, True],
+            "eff_benchmark_wave_share": [0.29, 0.29, 0.29],
+            "wave_share": [np.nan, np.nan, 0.1],
+        }
+    )
+    assert pr._tpot_wave_share(grid).tolist() == pytest.approx([1.0, 1 / 50, 0.1])
+    assert pr._tpot_wave_share(grid.drop(columns="wave_share")).tolist() == pytest.approx(
+        [1.0, 1 / 50, 1 / 50]
+    )
+
+
 def _wave(monkeypatch, mixes: bool, rows_ms: float | None = None) -> tuple[float, float]:
     """A wave of B = 2 prompts of 8192 tokens, chunk 8192, O = 11, stubbed to a 100 ms pass
     and a 10 ms decode step (`rows_ms`: the two sequences' decode work in a fused pass)."""
