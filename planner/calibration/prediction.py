@@ -241,10 +241,15 @@ def _wave_share(grid: pd.DataFrame) -> np.ndarray:
     engine that mixes prefill into decode steps, and 1 for one that does not (SGLang's
     prefill batches: fixed lengths start, decode and finish together, every round a wave)."""
     fitted = np.where(mixes_prefill(grid), _col(grid, "eff_benchmark_wave_share"), 1.0)
+    return _run_share_or(grid, fitted)
+
+
+def _run_share_or(grid: pd.DataFrame, share: np.ndarray) -> np.ndarray:
+    """The run's own first-round share where it publishes one (`wave_share`), else `share`."""
     if "wave_share" not in grid:
-        return fitted
+        return share
     own = grid["wave_share"].to_numpy(dtype=float)
-    return np.where(np.isfinite(own), own, fitted)
+    return np.where(np.isfinite(own), own, share)
 
 
 def closed_loop_benchmark_ms(
@@ -299,11 +304,7 @@ def _tpot_wave_share(grid: pd.DataFrame) -> np.ndarray:
     fitted `benchmark_wave_share` stays TTFT's: there it stands for arrivals that cluster
     round after round (requests prefilled together finish and return together), which delays
     a first token without putting the whole round's prefill into every decode step."""
-    base = np.where(mixes_prefill(grid), 1.0 / AIC_BENCH_ROUNDS, 1.0)
-    if "wave_share" not in grid:
-        return base
-    own = grid["wave_share"].to_numpy(dtype=float)
-    return np.where(np.isfinite(own), own, base)
+    return _run_share_or(grid, np.where(mixes_prefill(grid), 1.0 / AIC_BENCH_ROUNDS, 1.0))
 
 
 def _slot_wait_ms(grid: pd.DataFrame, core: Mapping[str, np.ndarray]) -> np.ndarray:
