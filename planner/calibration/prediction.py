@@ -426,12 +426,6 @@ def build_design(
     return design
 
 
-def _layout_count(row: pd.Series, column: str) -> int:
-    """The row's pipeline stages or attention-DP ranks: 1 where the row does not say."""
-    value = float(row.get(column, math.nan))
-    return int(value) if math.isfinite(value) and value >= 1 else 1
-
-
 def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> dict:
     """The row's engine scheduler facts (#10): its prefill chunk on that GPU and whether it
     mixes prefill into decode steps (no profile: the 8192-token chunk, mixing), the row's own
@@ -453,7 +447,7 @@ def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> 
     if math.isfinite(own):
         mixes = bool(own)
     eff = prof.for_family(gpu.family)
-    pp, dp = _layout_count(row, "pp"), _layout_count(row, "dp_attention")
+    pp, _, dp = _layout(row)
     mem_util = engine_mem_util(eff, gpu.memory_bytes, int(row["tp"]), pp, dp)
     return {"_chunk_tokens": chunk, "_mixes_prefill": mixes, "_mem_util": mem_util}
 
