@@ -143,9 +143,10 @@ def test_round_trip_on_closed_loop_rows(catalog, aic):
 
 
 def test_trtllm_kv_is_fp8_for_fp8_checkpoints_but_the_checkpoints_own_in_a_kv_auto_campaign(aic):
-    """Issue #10: TensorRT-LLM 1.0.0rc3's H100 campaign serves its FP8 checkpoints (Qwen3-32B,
-    the pre-quantized Qwen3-235B-A22B-FP8) with the checkpoint's BF16 KV cache; the other
-    TensorRT-LLM FP8/FP4 campaigns keep the FP8 KV assumed for ModelOpt checkpoints."""
+    """Issue #10: TensorRT-LLM 1.0.0rc3's H100 campaign serves the pre-quantized
+    Qwen3-235B-A22B-FP8 with the checkpoint's BF16 KV cache; its Qwen3-32B rows hold more
+    KV than BF16 fits beside the weights (session 38, bounds.memory_floor_bytes), so FP8; the
+    other TensorRT-LLM FP8/FP4 campaigns keep the FP8 KV assumed for ModelOpt checkpoints."""
     used = cal.usable(aic)
     trt = used[(used["engine"] == "trtllm") & used["quant_id"].isin(["fp8", "fp4"])]
     auto = trt["framework"] == "trtllm 1.0.0rc3"
@@ -153,9 +154,12 @@ def test_trtllm_kv_is_fp8_for_fp8_checkpoints_but_the_checkpoints_own_in_a_kv_au
         "qwen3-32b",
         "qwen3-235b-a22b",
     }
-    assert set(trt.loc[auto, "kv_dtype"]) == {"bf16"}
-    notes = trt.loc[auto, "assumptions"]
-    assert notes.str.contains("the checkpoint's own (BF16)", regex=False).all()
+    moe = auto & (trt["model_id"] == "qwen3-235b-a22b")
+    assert set(trt.loc[moe, "kv_dtype"]) == {"bf16"}
+    own = trt.loc[moe, "assumptions"].str.contains("the checkpoint's own (BF16)", regex=False)
+    assert own.all()
+    dense = auto & (trt["model_id"] == "qwen3-32b")
+    assert set(trt.loc[dense, "kv_dtype"]) == {"fp8"}
     llama = trt[~auto & (trt["model_id"] == "llama-3.1-70b")]
     assert len(llama) > 0 and set(llama["kv_dtype"]) == {"fp8"}
 

@@ -44,11 +44,53 @@ def test_tpot_floor_of_the_vllm_qwen3_32b_fp8_row_is_hand_computed(aic_rows, cat
     assert row["meas_tpot"].iloc[0] < b.tpot_floor_ms(row, catalog, "bf16")[0]
 
 
-def test_the_aic_set_infers_fp8_kv_only_for_the_vllm_qwen3_32b_fp8_campaign(aic_rows):
+def test_memory_floor_of_the_trtllm_qwen3_32b_row_is_hand_computed(aic_rows, catalog):
+    # aic line 505: TensorRT-LLM 1.0.0rc3, Qwen3-32B FP8, H100 tp 1, C 64, 4096/128, TTFT
+    # 1628.049 ms, TPOT 175.574 ms. Latency 1628.049 + 127 x 175.574 = 23925.953 ms; in
+    # decode 64 x 22297.904 / 23925.953 = 59.645 sequences, each >= 4096 tokens of 64 layers x
+    # 2 x 8 x 128 values: BF16 KV 59.645 x 4096 x 262,144 B = 64.043 GB, FP8 32.022 GB;
+    # weights 31,984,210,944 params x 1 B. 96.028 GB at BF16 KV on a card of 81,559 MiB =
+    # 85.521 GB; 64.006 GB at FP8
+    row = _row(aic_rows, 100505)
+    assert b.memory_floor_bytes(row, catalog, "bf16")[0] == pytest.approx(96.028e9, rel=1e-4)
+    assert b.memory_floor_bytes(row, catalog, "fp8")[0] == pytest.approx(64.006e9, rel=1e-4)
+    assert catalog.gpu("h100-sxm").memory_bytes == pytest.approx(85.521e9, rel=1e-4)
+
+
+def test_the_aic_set_infers_fp8_kv_for_two_qwen3_32b_fp8_campaigns(aic_rows):
     inferred = aic_rows[aic_rows["assumptions"].str.contains("inferred FP8", regex=False)]
-    assert sorted(inferred["row_id"]) == [100913, 100915, 100916]
     assert set(inferred["kv_dtype"]) == {"fp8"}
-    assert set(inferred["source_key"]) == {"aic-vllm-0.12.0"}
+    by_floor = inferred[inferred["assumptions"].str.contains(b.FP8_KV_NOTE, regex=False)]
+    assert sorted(by_floor["row_id"]) == [100913, 100915, 100916]
+    assert set(by_floor["source_key"]) == {"aic-vllm-0.12.0"}
+    # the memory bound: TensorRT-LLM 1.0.0rc3's Qwen3-32B campaign, every row of it, while the
+    # same campaign's Qwen3-235B and Llama-3.1-8B rows keep the checkpoint's BF16 KV
+    by_memory = inferred[inferred["assumptions"].str.contains(b.FP8_KV_CAPACITY_NOTE, regex=False)]
+    assert set(by_memory["source_key"]) == {"aic-trtllm-1.0.0rc3"}
+    assert set(by_memory["model_id"]) == {"qwen3-32b"} and len(by_memory) == 176
+    same = aic_rows[aic_rows["source_key"] == "aic-trtllm-1.0.0rc3"]
+    others = same[same["model_id"] != "qwen3-32b"]
+    assert set(others["kv_dtype"]) == {"bf16"}
+
+
+def _held(engine: str, tpot: float) -> pd.DataFrame:
+    """One H100 tp 1 Qwen3-32B FP8 campaign row at C 64, 4096/128, TTFT 1.6 s."""
+    row = _campaign([tpot], "held").assign(
+        engine=engine, batch=64.0, input_len=4096.0, output_len=128.0, meas_ttft=1600.0
+    )
+    return row
+
+
+def test_fp8_kv_is_inferred_from_memory_only_for_an_engine_that_never_evicts(catalog):
+    # 64 x 127 x 175 / (1600 + 127 x 175) = 59.7 in decode: 96 GB at BF16 KV, 64 GB at FP8
+    trt = b.infer_fp8_kv(_held("trtllm", 175.0), catalog)
+    assert trt.loc[0, "kv_dtype"] == "fp8"
+    assert trt.loc[0, "assumptions"] == b.FP8_KV_CAPACITY_NOTE
+    # vLLM preempts under KV pressure: its latencies do not say the KV was held throughout
+    assert b.infer_fp8_kv(_held("vllm", 175.0), catalog).loc[0, "kv_dtype"] == "bf16"
+    # a short TPOT over a long TTFT: few in decode at once, room at BF16
+    few = _held("trtllm", 175.0).assign(meas_ttft=200_000.0)
+    assert b.infer_fp8_kv(few, catalog).loc[0, "kv_dtype"] == "bf16"
 
 
 def test_the_aic_set_skips_only_the_vllm_8b_campaign_as_beyond_compute(aic_rows):

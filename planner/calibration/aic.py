@@ -25,8 +25,9 @@ Assumptions (repeated in each row's `assumptions`):
 * KV dtype is not published: FP8 for TensorRT-LLM FP8/FP4 checkpoints (ModelOpt's
   kv_cache_quant_algo FP8), else the quant's default (vLLM and SGLang `kv_cache_dtype auto`);
   TensorRT-LLM campaigns in `AIC_KV_AUTO` take the checkpoint's own KV dtype (BF16), as
-  AIConfigurator's SDK reads a checkpoint; vLLM's NVFP4 campaigns FP8 (`AIC_VLLM_FP4_KV`: the
-  ModelOpt export's declared KV, which vLLM's auto follows).
+  AIConfigurator's SDK reads a checkpoint, unless a hardware bound says FP8 (the campaign's
+  Qwen3-32B, whose rows hold more KV than BF16 fits, session 38); vLLM's NVFP4 campaigns FP8
+  (`AIC_VLLM_FP4_KV`: the ModelOpt export's declared KV, which vLLM's auto follows).
 * DeepSeek-V3.1 uses the DeepSeek-V3 architecture entry (same config.json shapes).
 * attention_dp_size / moe_tp_size / moe_ep_size of 0 or blank mean unset (1).
 
@@ -132,7 +133,8 @@ AIC_KV_AUTO: dict[tuple[str, str], str] = {
     ("trtllm", "1.0.0rc3"): (
         "KV dtype not published: the checkpoint's own (BF16) for TensorRT-LLM 1.0.0rc3's H100 "
         "campaign, whose pre-quantized Qwen/Qwen3-235B-A22B-FP8 declares no KV quantization "
-        "(assumed for its other checkpoints too: one campaign, one KV setting)"
+        "(assumed for its other checkpoints too, unless a hardware bound says FP8: "
+        "bounds.infer_fp8_kv)"
     ),
 }
 # session 34: the quant's default (16-bit for FP4 on vLLM since 559f936, right for MXFP4

@@ -20,6 +20,16 @@ Two lower bounds need no efficiency constant, only the catalog's peaks:
   those bytes over the HBM peak. A campaign whose measured TPOT is below the floor at the
   KV dtype assumed (the quant's default, vLLM's `kv_cache_dtype auto`) but not at FP8 ran an
   FP8 KV cache, which the aic set does not publish: `infer_fp8_kv` maps it so.
+* **Memory capacity (dense models, engines that never evict).** TensorRT-LLM's default
+  capacity scheduler, GUARANTEED_NO_EVICT, admits a request only when its KV fits to the end
+  and never pauses it, so the sequences in decode hold their KV at once: a GPU holds its share
+  of the weights and of that KV (split over the KV heads tensor parallelism divides).
+  `memory_floor_bytes` is that sum; above the device's memory the engine cannot have run the
+  sequences the row's latencies say it ran, so a campaign with a row above it at the assumed
+  KV dtype and within it at FP8 ran an FP8 KV cache too (session 38: TensorRT-LLM 1.0.0rc3
+  ran 64 Qwen3-32B clients of 4096 + 128 tokens on one H100 without a queue, 96 GB at BF16 KV
+  on an 85.5 GB card). vLLM and SGLang preempt a running sequence when KV runs out, so a
+  latency there does not say its KV was held throughout: the bound is not applied to them.
 """
 
 from __future__ import annotations
@@ -30,6 +40,10 @@ import pandas as pd
 from planner.inputs.catalog import Catalog
 from planner.schema.quant import KV_BYTES
 
+# TensorRT-LLM's default CapacitySchedulerPolicy.GUARANTEED_NO_EVICT ("guarantee that a
+# started request is never paused", nvidia.github.io/TensorRT-LLM performance-tuning-guide
+# useful-runtime-flags, read 2026-12-05); vLLM and SGLang preempt under KV pressure
+NEVER_EVICTS: frozenset[str] = frozenset({"trtllm"})
 MAX_COMPUTE_SHARE = 0.8  # DeepGEMM's best Hopper FP8 GEMM is 78% of the dense peak
 CAMPAIGN_KEY: tuple[str, ...] = ("source_key", "engine", "model_id", "gpu_id", "quant_id")
 BEYOND_COMPUTE_REASON = (
@@ -41,6 +55,11 @@ BEYOND_COMPUTE_REASON = (
 FP8_KV_NOTE = (
     "KV dtype inferred FP8: a row of the campaign measured TPOT below the HBM floor of its "
     "weights and ISL-long KV at the quant's default KV dtype (bounds.tpot_floor_ms)"
+)
+FP8_KV_CAPACITY_NOTE = (
+    "KV dtype inferred FP8: a row of the campaign had more sequences in decode (Little's law "
+    "on its measured latencies) than a GPU holds beside its weights at the assumed KV dtype, "
+    "and not at FP8 (bounds.memory_floor_bytes)"
 )
 
 
@@ -60,26 +79,32 @@ def _stage_gpus(rows: pd.DataFrame) -> np.ndarray:
 def compute_share(rows: pd.DataFrame, catalog: Catalog) -> np.ndarray:
     """Lower bound of the dense-peak share each closed-loop row's measured rate needs."""
     flops, peak = np.empty(len(rows)), np.empty(len(rows))
-    for i, (m, g, q) in enumerate(
-        zip(rows["model_id"], rows["gpu_id"], rows["quant_id"], strict=True)
-    ):
+    ran = rows["compute_dtype"] if "compute_dtype" in rows else pd.Series("", index=rows.index)
+    cols = zip(rows["model_id"], rows["gpu_id"], rows["quant_id"], ran, strict=True)
+    for i, (m, g, q, own) in enumerate(cols):
         model, gpu = catalog.model(m), catalog.gpu(g)
         flops[i] = 2.0 * model.params_active_matmul
         dtype = next(d for d in catalog.quants[q].compute_dtypes if d in gpu.dense_tflops)
+        dtype = own if isinstance(own, str) and own else dtype  # a row's own, where set
         peak[i] = gpu.dense_tflops[dtype] * 1e12
     tokens = rows["input_len"].to_numpy(dtype=float) + rows["output_len"].to_numpy(dtype=float)
     rate = rows["batch"].to_numpy(dtype=float) * flops * tokens / (_latency_ms(rows) / 1e3)
     return rate / (_stage_gpus(rows) * peak)
 
 
+def _in_decode(rows: pd.DataFrame) -> np.ndarray:
+    """Sequences in decode on average in a closed loop of C clients (Little's law on the
+    measured latencies): C x (OSL - 1) x TPOT / request latency."""
+    osl = rows["output_len"].to_numpy(dtype=float)
+    tpot = rows["meas_tpot"].to_numpy(dtype=float)
+    return rows["batch"].to_numpy(dtype=float) * (osl - 1.0) * tpot / _latency_ms(rows)
+
+
 def tpot_floor_ms(rows: pd.DataFrame, catalog: Catalog, kv_dtype: str | None = None) -> np.ndarray:
     """HBM floor of each dense row's decode step (NaN for MoE): weights over the stage plus
     the KV of the sequences in decode at ISL tokens, at `kv_dtype` (default: the row's)."""
     out = np.full(len(rows), np.nan)
-    lat = _latency_ms(rows)
-    osl = rows["output_len"].to_numpy(dtype=float)
-    tpot = rows["meas_tpot"].to_numpy(dtype=float)
-    in_decode = rows["batch"].to_numpy(dtype=float) * (osl - 1.0) * tpot / lat
+    in_decode = _in_decode(rows)
     kvs = rows["kv_dtype"] if kv_dtype is None else pd.Series(kv_dtype, index=rows.index)
     cols = zip(
         rows["model_id"], rows["gpu_id"], rows["quant_id"], kvs, rows["input_len"], strict=True
@@ -95,6 +120,33 @@ def tpot_floor_ms(rows: pd.DataFrame, catalog: Catalog, kv_dtype: str | None = N
         step = weights + in_decode[i] * isl * kv_token
         out[i] = step / (catalog.gpu(g).hbm_bandwidth_gb_per_s * 1e9) * 1e3
     return out / rows["tp"].to_numpy(dtype=float)
+
+
+def memory_floor_bytes(
+    rows: pd.DataFrame, catalog: Catalog, kv_dtype: str | None = None
+) -> np.ndarray:
+    """Bytes a GPU of each dense row's stage holds at least (NaN for MoE): its share of the
+    weights plus its share of the KV of the sequences in decode at ISL tokens, at `kv_dtype`
+    (default: the row's). Tensor parallelism splits KV over at most the model's KV heads."""
+    out = np.full(len(rows), np.nan)
+    in_decode = _in_decode(rows)
+    kvs = rows["kv_dtype"] if kv_dtype is None else pd.Series(kv_dtype, index=rows.index)
+    cols = zip(rows["model_id"], rows["quant_id"], kvs, rows["input_len"], rows["tp"], strict=True)
+    for i, (m, q, kv, isl, tp) in enumerate(cols):
+        model = catalog.model(m)
+        if model.moe is not None:
+            continue
+        weights = (model.params_total - model.params_embedding) * catalog.quants[
+            q
+        ].weight_bytes_per_param
+        kv_token = model.kv_elements_per_token_per_layer * model.num_hidden_layers * KV_BYTES[kv]
+        kv_split = min(float(tp), float(model.kv_heads_splittable))
+        out[i] = weights / float(tp) + in_decode[i] * float(isl) * kv_token / kv_split
+    return out
+
+
+def _device_bytes(rows: pd.DataFrame, catalog: Catalog) -> np.ndarray:
+    return np.array([catalog.gpu(g).memory_bytes for g in rows["gpu_id"]], dtype=float)
 
 
 def _candidates(rows: pd.DataFrame) -> pd.Series:
@@ -133,21 +185,31 @@ def skip_beyond_compute(rows: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
 
 
 def infer_fp8_kv(rows: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
-    """`rows` with kv_dtype fp8 (and FP8_KV_NOTE) for every row of a campaign in which a row's
-    measured TPOT is below `tpot_floor_ms` at its assumed KV dtype and not below it at FP8,
-    for quants that allow an FP8 KV cache (a copy)."""
+    """`rows` with kv_dtype fp8 for every row of a campaign in which a row is beyond its GPUs
+    at its assumed KV dtype and within them at FP8, for quants that allow an FP8 KV cache (a
+    copy): measured TPOT below `tpot_floor_ms` (FP8_KV_NOTE), or more KV in decode than a
+    GPU holds beside its weights, `memory_floor_bytes` (FP8_KV_CAPACITY_NOTE)."""
     out = rows.copy()
     ok = _candidates(out) & (out["kv_dtype"] != "fp8")
     fp8_ok = {q for q, quant in catalog.quants.items() if "fp8" in quant.kv_dtypes}
     ok &= out["quant_id"].isin(fp8_ok)
     part = out[ok]
     tpot = part["meas_tpot"].to_numpy(dtype=float)
-    below = (tpot < tpot_floor_ms(part, catalog)) & (tpot >= tpot_floor_ms(part, catalog, "fp8"))
-    hit = pd.Series(False, index=out.index)
-    hit[part.index] = below
-    change = ok & _campaigns_with(out, hit)
-    out.loc[change, "kv_dtype"] = "fp8"
-    out.loc[change, "assumptions"] = out.loc[change, "assumptions"].str.replace(
-        r"KV dtype not published: [^;]*", FP8_KV_NOTE, regex=True
+    fast = (tpot < tpot_floor_ms(part, catalog)) & (tpot >= tpot_floor_ms(part, catalog, "fp8"))
+    device = _device_bytes(part, catalog)
+    full = (
+        part["engine"].isin(NEVER_EVICTS).to_numpy()
+        & (memory_floor_bytes(part, catalog) > device)
+        & (memory_floor_bytes(part, catalog, "fp8") <= device)
     )
+    changed = pd.Series(False, index=out.index)
+    for hit_rows, note in ((fast, FP8_KV_NOTE), (full, FP8_KV_CAPACITY_NOTE)):
+        hit = pd.Series(False, index=out.index)
+        hit[part.index] = hit_rows
+        change = ok & _campaigns_with(out, hit) & ~changed
+        changed |= change
+        out.loc[change, "kv_dtype"] = "fp8"
+        out.loc[change, "assumptions"] = out.loc[change, "assumptions"].str.replace(
+            r"KV dtype not published: [^;]*", note, regex=True
+        )
     return out
