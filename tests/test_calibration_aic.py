@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from planner import calibration as cal
+from planner.calibration import aic as aic_mod
 from planner.calibration import prediction as pr
 from planner.planning.estimate import EstimateRequest, closed_loop
 
@@ -153,15 +154,31 @@ def test_trtllm_kv_is_fp8_for_fp8_checkpoints_but_the_checkpoints_own_in_a_kv_au
     assert auto.sum() >= 300 and set(trt.loc[auto, "model_id"]) == {
         "qwen3-32b",
         "qwen3-235b-a22b",
+        "llama-3.1-8b",  # FP8 weights inferred (aic.AIC_WEIGHTS_INFERRED), its KV the campaign's
     }
+    llama = auto & (trt["model_id"] == "llama-3.1-8b")
+    assert set(trt.loc[llama, "kv_dtype"]) == {"bf16"}
     moe = auto & (trt["model_id"] == "qwen3-235b-a22b")
     assert set(trt.loc[moe, "kv_dtype"]) == {"bf16"}
     own = trt.loc[moe, "assumptions"].str.contains("the checkpoint's own (BF16)", regex=False)
     assert own.all()
     dense = auto & (trt["model_id"] == "qwen3-32b")
     assert set(trt.loc[dense, "kv_dtype"]) == {"fp8"}
-    llama = trt[~auto & (trt["model_id"] == "llama-3.1-70b")]
-    assert len(llama) > 0 and set(llama["kv_dtype"]) == {"fp8"}
+    other = trt[~auto & (trt["model_id"] == "llama-3.1-70b")]
+    assert len(other) > 0 and set(other["kv_dtype"]) == {"fp8"}
+
+
+def test_a_campaign_without_a_weight_format_says_what_it_assumed(aic):
+    """Session 38: rows whose GEMM quant mode is blank carry the BF16 assumption, except the
+    campaign whose own rows rule BF16 out (aic.AIC_WEIGHTS_INFERRED)."""
+    blank = aic[aic["precision_raw"].str.contains("gemm - ", regex=False)]
+    assert len(blank) > 250
+    inferred = blank["assumptions"].str.contains("FP8 inferred", regex=False)
+    assert set(blank.loc[inferred, "model_id"]) == {"llama-3.1-8b"}
+    assert set(blank.loc[inferred, "quant_id"]) == {"fp8"}
+    notes = blank.loc[~inferred, "assumptions"]
+    assert notes.str.contains(aic_mod.AIC_BF16_UNPUBLISHED, regex=False).all()
+    assert set(blank.loc[~inferred, "quant_id"]) == {"bf16"}
 
 
 def test_vllm_nvfp4_campaigns_are_predicted_with_the_fp8_kv_their_checkpoints_declare(aic, catalog):

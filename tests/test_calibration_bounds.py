@@ -225,3 +225,41 @@ def test_near_duplicates_are_separate_measurements():
         }
     )
     assert list(q.duplicate_measurements(rows)) == [2]
+
+
+def test_a_prompts_cost_in_the_decode_loop_is_hand_computed(aic_rows, catalog):
+    # aic lines 669 and 671: TensorRT-LLM 1.0.0rc3, Llama-3.1-8B, H100 tp 1, C 32, ISL 2048,
+    # TPOT 19.836241 ms at OSL 128 and 12.560652 ms at OSL 512. t_pf = 7.275589 / (31 x (1/127
+    # - 1/511)) = 7.275589 / 0.183431 = 39.664 ms; 2 x 7,504,924,672 x 2048 = 3.07402e13 FLOPs
+    # in 39.664 ms = 775.0 TFLOP/s, 0.7832 of the H100's 989.5 BF16 dense peak
+    group = aic_rows[
+        (aic_rows["source_key"] == "aic-trtllm-1.0.0rc3")
+        & (aic_rows["model_id"] == "llama-3.1-8b")
+        & (aic_rows["tp"] == 1)
+        & (aic_rows["input_len"] == 2048)
+        & (aic_rows["batch"] == 32)
+    ]
+    assert sorted(group["output_len"]) == [128.0, 256.0, 512.0]
+    out = b.prefill_peak_share(group, catalog, "bf16")
+    assert len(out) == 1
+    assert out["t_pf_ms"].iloc[0] == pytest.approx(39.664, abs=1e-3)
+    assert out["peak_share"].iloc[0] == pytest.approx(0.7832, abs=1e-4)
+
+
+def test_llama_8b_of_trtllm_1_0_0rc3_prefills_beyond_any_16_bit_gemm(aic_rows, catalog):
+    """Session 38 (aic.AIC_WEIGHTS_INFERRED): at tp 1 the campaign's Llama-3.1-8B prompts need
+    a median 85% of the BF16 peak, above MAX_COMPUTE_SHARE, so its unpublished weight format
+    is taken as FP8 (42% of that peak), as its per-tensor FP8 Qwen3-32B (47%)."""
+    campaign = aic_rows[(aic_rows["source_key"] == "aic-trtllm-1.0.0rc3") & (aic_rows["tp"] == 1)]
+    llama = campaign[campaign["model_id"] == "llama-3.1-8b"]
+    bf16 = b.prefill_peak_share(llama, catalog, "bf16")["peak_share"]
+    fp8 = b.prefill_peak_share(llama, catalog, "fp8")["peak_share"]
+    assert len(bf16) == 14
+    assert bf16.median() > b.MAX_COMPUTE_SHARE and bf16.median() == pytest.approx(0.847, abs=1e-3)
+    assert fp8.median() == pytest.approx(0.423, abs=1e-3)
+    qwen = campaign[campaign["model_id"] == "qwen3-32b"]
+    assert b.prefill_peak_share(qwen, catalog, "fp8")["peak_share"].median() == pytest.approx(
+        0.466, abs=1e-3
+    )
+    assert set(llama["quant_id"]) == {"fp8"}
+    assert llama["assumptions"].str.contains("FP8 inferred", regex=False).all()

@@ -162,6 +162,25 @@ AIC_QUANTS: dict[str, str] = {
     "int4_wo": "int4-awq",
     "": "bf16",
 }
+AIC_BF16_UNPUBLISHED = "weight format not published: the checkpoint's own (BF16) assumed"
+# Issue #10 (s38): campaigns that publish no weight format but whose own rows rule the
+# checkpoint's BF16 out. TensorRT-LLM 1.0.0rc3's Llama-3.1-8B on H100: its prompts cost the
+# decode loop, at tp 1, a median 85% of the H100's BF16 dense peak in linear-layer FLOPs (14
+# pairs of output lengths 128 and 512 at one concurrency and prompt length,
+# `bounds.prefill_peak_share`; up to 122%), above the 80% any GEMM reaches
+# (`bounds.MAX_COMPUTE_SHARE`): at FP8 it is 42%, as the same campaign's per-tensor FP8
+# Qwen3-32B prefills at 47% of the FP8 peak (93% of BF16's, as impossible in 16 bits). That
+# campaign lists its Qwen3-32B under the BF16 base checkpoint too, so a listed BF16 path does
+# not say BF16 ran. FP8 weights and math are assumed (per-tensor, as its Qwen3-32B).
+AIC_WEIGHTS_INFERRED: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("trtllm", "1.0.0rc3", "meta-llama/Llama-3.1-8B-Instruct"): (
+        "fp8",
+        "weight format not published: FP8 inferred for TensorRT-LLM 1.0.0rc3's Llama-3.1-8B, "
+        "whose prompts at tp 1 cost the decode loop 85% of the BF16 dense peak (median; "
+        "bounds.prefill_peak_share), more than any GEMM reaches, and 42% of the FP8 one "
+        "(aic.AIC_WEIGHTS_INFERRED)",
+    ),
+}
 AIC_ENGINES: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}
 # Issue #10: the serving configuration AIConfigurator's generator writes for an aggregated
 # deployment (ai-dynamo/aiconfigurator, src/aiconfigurator/generator/rule_plugin/{trtllm,
@@ -258,6 +277,25 @@ def _contradicted(engine: str, raw: pd.Series, mode: str) -> list[str]:
     return [r for r in reasons if r is not None]
 
 
+def _weights(engine: str, version: str, model_path: str, mode: str) -> tuple[str | None, str]:
+    """The row's catalog quant and the assumption that names it ('' when published)."""
+    inferred = AIC_WEIGHTS_INFERRED.get((engine, version, model_path))
+    if not mode and inferred is not None:
+        return inferred
+    quant_id = AIC_QUANTS.get(mode)
+    return quant_id, AIC_BF16_UNPUBLISHED if not mode else ""
+
+
+def _checkpoint_notes(mode: str, weights_note: str, model_path: str) -> list[str]:
+    """The assumptions a row's weight format and checkpoint name add."""
+    notes = [weights_note] if weights_note else []
+    if mode == "fp8_block":
+        notes.append("fp8_block mapped to fp8")
+    if "DeepSeek-V3.1" in model_path:
+        notes.append("DeepSeek-V3.1 as the DeepSeek-V3 architecture")
+    return notes
+
+
 def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     """One CSV row as a measurement row (the columns of MEASUREMENT_COLUMNS)."""
     engine = AIC_ENGINES[str(raw["backend"])]
@@ -266,7 +304,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     model_id = AIC_MODELS.get(str(raw["model_path"]))
     gpu_id = AIC_GPUS.get(str(raw["system"]))
     mode = str(raw["gemm_quant_mode"]).strip()
-    quant_id = AIC_QUANTS.get(mode)
+    quant_id, weights_note = _weights(engine, version, str(raw["model_path"]), mode)
     skips: list[str] = []
     if str(raw["model_path"]) in AIC_UNMODELLED:
         skips.append(AIC_UNMODELLED[str(raw["model_path"])])
@@ -288,10 +326,7 @@ def _map_aic_row(n: int, raw: pd.Series, catalog: Catalog) -> dict:
     if quant_id is not None:
         kv, kv_note = _kv(engine, version, quant_id, catalog)
         notes.append(kv_note)
-    if mode == "fp8_block":
-        notes.append("fp8_block mapped to fp8")
-    if "DeepSeek-V3.1" in str(raw["model_path"]):
-        notes.append("DeepSeek-V3.1 as the DeepSeek-V3 architecture")
+    notes += _checkpoint_notes(mode, weights_note, str(raw["model_path"]))
     conc, isl, osl = _num(raw["batch_size"]), _num(raw["isl"]), _num(raw["osl"])
     ttft, tpot = _num(raw["silicon_ttft_ms"]), _num(raw["silicon_tpot_ms"])
     thr = conc * osl / (ttft + (osl - 1.0) * tpot) * 1e3

@@ -30,6 +30,13 @@ Two lower bounds need no efficiency constant, only the catalog's peaks:
   ran 64 Qwen3-32B clients of 4096 + 128 tokens on one H100 without a queue, 96 GB at BF16 KV
   on an 85.5 GB card). vLLM and SGLang preempt a running sequence when KV runs out, so a
   latency there does not say its KV was held throughout: the bound is not applied to them.
+* **A prompt's cost in the decode loop.** Where an engine runs other requests' prefills in
+  the decode steps, a closed loop's TPOT is the step plus (C - 1) prompts per O - 1 steps
+  (`perf.roofline.tpot_with_prefill`), so two rows of one campaign at the same tp, ISL and C
+  and output lengths O1 < O2 differ by (C - 1) t_pf (1 / (O1 - 1) - 1 / (O2 - 1)) whatever
+  the step. `prefill_peak_share` turns that t_pf into the share of a dtype's dense peak the
+  prompt's linear layers need per GPU; above `MAX_COMPUTE_SHARE` of the 16-bit peak, the
+  math did not run in 16 bits (`aic.AIC_WEIGHTS_INFERRED`, session 38).
 """
 
 from __future__ import annotations
@@ -143,6 +150,28 @@ def memory_floor_bytes(
         kv_split = min(float(tp), float(model.kv_heads_splittable))
         out[i] = weights / float(tp) + in_decode[i] * float(isl) * kv_token / kv_split
     return out
+
+
+def prefill_peak_share(rows: pd.DataFrame, catalog: Catalog, dtype: str) -> pd.DataFrame:
+    """Per group of closed-loop rows (CAMPAIGN_KEY, tp, ISL, C >= 8) measured at two or more
+    output lengths: the prompt's cost t_pf (ms) in the decode loop from the shortest and the
+    longest (module docstring), and its linear-layer FLOPs per GPU over `dtype`'s dense peak
+    (columns `t_pf_ms`, `peak_share`)."""
+    keys = [*CAMPAIGN_KEY, "tp", "input_len", "batch"]
+    part = rows[_candidates(rows) & (rows["batch"] >= 8)]
+    out = []
+    for key, group in part.groupby(keys, sort=True):
+        by_osl = group.groupby("output_len")["meas_tpot"].median()
+        if len(by_osl) < 2:
+            continue
+        (o1, t1), (o2, t2) = (by_osl.index[0], by_osl.iloc[0]), (by_osl.index[-1], by_osl.iloc[-1])
+        c = float(key[-1])
+        t_pf = (t1 - t2) / ((c - 1.0) * (1.0 / (o1 - 1.0) - 1.0 / (o2 - 1.0)))
+        model, gpu = catalog.model(key[2]), catalog.gpu(key[3])
+        flops = 2.0 * model.params_active_matmul * float(key[-2]) / float(key[-3])
+        share = flops / (t_pf / 1e3) / (gpu.dense_tflops[dtype] * 1e12)  # type: ignore[index]
+        out.append({**dict(zip(keys, key, strict=True)), "t_pf_ms": t_pf, "peak_share": share})
+    return pd.DataFrame(out, columns=[*keys, "t_pf_ms", "peak_share"])
 
 
 def _device_bytes(rows: pd.DataFrame, catalog: Catalog) -> np.ndarray:
