@@ -35,7 +35,10 @@ Data quality (`calibration.quality`): a series (source, model, GPU, quant, tp, I
 measured TPOT falls by more than 20% as concurrency rises is skipped as inconsistent, and a
 measurement listed twice is counted once. Hardware bounds (`calibration.bounds`, t10v): a
 campaign with a row needing more than 80% of the dense peak in linear-layer FLOPs is skipped,
-and a campaign with a TPOT below the HBM floor at the assumed KV dtype gets FP8 KV. Campaigns
+and a campaign with a TPOT below the HBM floor at the assumed KV dtype, or (TensorRT-LLM, which
+never evicts) more KV in decode than a GPU holds beside its weights, gets FP8 KV; a campaign
+whose prompts need more of the 16-bit peak than any GEMM reaches and that publishes no weight
+format is mapped to FP8 (`AIC_WEIGHTS_INFERRED`, `bounds.prefill_peak_share`). Campaigns
 the same checkpoint on the same GPU in another engine contradicts keep their evidence in
 `AIC_CONTRADICTED`.
 """

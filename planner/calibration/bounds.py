@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from planner.inputs.catalog import Catalog
+from planner.schema.model import Model
 from planner.schema.quant import KV_BYTES
 
 # TensorRT-LLM's default CapacitySchedulerPolicy.GUARANTEED_NO_EVICT ("guarantee that a
@@ -86,13 +87,12 @@ def _stage_gpus(rows: pd.DataFrame) -> np.ndarray:
 def compute_share(rows: pd.DataFrame, catalog: Catalog) -> np.ndarray:
     """Lower bound of the dense-peak share each closed-loop row's measured rate needs."""
     flops, peak = np.empty(len(rows)), np.empty(len(rows))
-    ran = rows["compute_dtype"] if "compute_dtype" in rows else pd.Series("", index=rows.index)
-    cols = zip(rows["model_id"], rows["gpu_id"], rows["quant_id"], ran, strict=True)
-    for i, (m, g, q, own) in enumerate(cols):
+    for i, (m, g, q) in enumerate(
+        zip(rows["model_id"], rows["gpu_id"], rows["quant_id"], strict=True)
+    ):
         model, gpu = catalog.model(m), catalog.gpu(g)
         flops[i] = 2.0 * model.params_active_matmul
         dtype = next(d for d in catalog.quants[q].compute_dtypes if d in gpu.dense_tflops)
-        dtype = own if isinstance(own, str) and own else dtype  # a row's own, where set
         peak[i] = gpu.dense_tflops[dtype] * 1e12
     tokens = rows["input_len"].to_numpy(dtype=float) + rows["output_len"].to_numpy(dtype=float)
     rate = rows["batch"].to_numpy(dtype=float) * flops * tokens / (_latency_ms(rows) / 1e3)
@@ -105,6 +105,14 @@ def _in_decode(rows: pd.DataFrame) -> np.ndarray:
     osl = rows["output_len"].to_numpy(dtype=float)
     tpot = rows["meas_tpot"].to_numpy(dtype=float)
     return rows["batch"].to_numpy(dtype=float) * (osl - 1.0) * tpot / _latency_ms(rows)
+
+
+def _dense_bytes(model: Model, weight_bytes_per_param: float, kv_dtype: str) -> tuple[float, float]:
+    """A dense model's weight bytes (the embedding table is a lookup, not read) and its KV
+    bytes per token over all layers at `kv_dtype`."""
+    weights = (model.params_total - model.params_embedding) * weight_bytes_per_param
+    per_layer = model.kv_elements_per_token_per_layer * KV_BYTES[kv_dtype]
+    return weights, per_layer * model.num_hidden_layers
 
 
 def tpot_floor_ms(rows: pd.DataFrame, catalog: Catalog, kv_dtype: str | None = None) -> np.ndarray:
@@ -120,10 +128,7 @@ def tpot_floor_ms(rows: pd.DataFrame, catalog: Catalog, kv_dtype: str | None = N
         model = catalog.model(m)
         if model.moe is not None:
             continue
-        weights = (model.params_total - model.params_embedding) * catalog.quants[
-            q
-        ].weight_bytes_per_param
-        kv_token = model.kv_elements_per_token_per_layer * model.num_hidden_layers * KV_BYTES[kv]
+        weights, kv_token = _dense_bytes(model, catalog.quants[q].weight_bytes_per_param, kv)
         step = weights + in_decode[i] * isl * kv_token
         out[i] = step / (catalog.gpu(g).hbm_bandwidth_gb_per_s * 1e9) * 1e3
     return out / rows["tp"].to_numpy(dtype=float)
@@ -143,10 +148,7 @@ def memory_floor_bytes(
         model = catalog.model(m)
         if model.moe is not None:
             continue
-        weights = (model.params_total - model.params_embedding) * catalog.quants[
-            q
-        ].weight_bytes_per_param
-        kv_token = model.kv_elements_per_token_per_layer * model.num_hidden_layers * KV_BYTES[kv]
+        weights, kv_token = _dense_bytes(model, catalog.quants[q].weight_bytes_per_param, kv)
         kv_split = min(float(tp), float(model.kv_heads_splittable))
         out[i] = weights / float(tp) + in_decode[i] * float(isl) * kv_token / kv_split
     return out
