@@ -174,7 +174,11 @@ AIC_BF16_UNPUBLISHED = "weight format not published: the checkpoint's own (BF16)
 # (`bounds.MAX_COMPUTE_SHARE`): at FP8 it is 42%, as the same campaign's per-tensor FP8
 # Qwen3-32B prefills at 47% of the FP8 peak (93% of BF16's, as impossible in 16 bits). That
 # campaign lists its Qwen3-32B under the BF16 base checkpoint too, so a listed BF16 path does
-# not say BF16 ran. FP8 weights and math are assumed (per-tensor, as its Qwen3-32B).
+# not say BF16 ran. FP8 weights and math are assumed (per-tensor, as its Qwen3-32B). The
+# reading takes the others' prompts to land in a request's decode steps; prompts arriving as
+# a wave land in TTFT instead, and at the TTFT fit's wave share (0.16) the median is 71%, so
+# the bound is not decisive alone: leaving Hopper out (fitted on Blackwell and the public
+# tables, never this campaign) predicts its TPOT 38% slow as BF16 and within 13% as FP8.
 AIC_WEIGHTS_INFERRED: dict[tuple[str, str, str], tuple[str, str]] = {
     ("trtllm", "1.0.0rc3", "meta-llama/Llama-3.1-8B-Instruct"): (
         "fp8",
