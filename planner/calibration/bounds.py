@@ -1,6 +1,6 @@
 """Hardware bounds that a measured closed-loop row must respect (issue #10, vLLM forensics).
 
-Two lower bounds need no efficiency constant, only the catalog's peaks:
+These bounds need no efficiency constant, only the catalog's peaks and memory:
 
 * **Compute.** Every prompt and output token runs through the linear layers: a request costs
   at least 2 x (active matmul parameters) x (ISL + OSL) FLOPs (attention, norms and the
@@ -36,7 +36,9 @@ Two lower bounds need no efficiency constant, only the catalog's peaks:
   and output lengths O1 < O2 differ by (C - 1) t_pf (1 / (O1 - 1) - 1 / (O2 - 1)) whatever
   the step. `prefill_peak_share` turns that t_pf into the share of a dtype's dense peak the
   prompt's linear layers need per GPU; above `MAX_COMPUTE_SHARE` of the 16-bit peak, the
-  math did not run in 16 bits (`aic.AIC_WEIGHTS_INFERRED`, session 38).
+  math did not run in 16 bits, if the prompts landed in the decode steps: prompts arriving
+  together as a wave land in TTFT instead and make the share read high, so it is evidence to
+  weigh, not a rule applied (`aic.AIC_WEIGHTS_INFERRED`, session 38).
 """
 
 from __future__ import annotations
