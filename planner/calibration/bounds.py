@@ -37,8 +37,9 @@ These bounds need no efficiency constant, only the catalog's peaks and memory:
   the step. `prefill_peak_share` turns that t_pf into the share of a dtype's dense peak the
   prompt's linear layers need per GPU; above `MAX_COMPUTE_SHARE` of the 16-bit peak, the
   math did not run in 16 bits, if the prompts landed in the decode steps: prompts arriving
-  together as a wave land in TTFT instead and make the share read high, so it is evidence to
-  weigh, not a rule applied (`aic.AIC_WEIGHTS_INFERRED`, session 38).
+  together as a wave land in TTFT instead and make the share read high, and any other cost
+  each arrival puts on the running batch reads as prompt cost, so it is evidence to weigh,
+  not a rule applied (`aic.AIC_WEIGHTS_INFERRED`, session 38).
 """
 
 from __future__ import annotations
