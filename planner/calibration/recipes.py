@@ -265,8 +265,8 @@ _SERVER_FAMILIES = ("hopper", "blackwell")
 # 4-8K-token prompts at batch 16-512 make the KV read a large part of the decode step; both
 # fit 1.0 x eta_mem, at the bound). Not for SGLang: fitted there, leaving a GPU family out
 # gave TPOT 70% / throughput 47% (median), against 50% / 41% with eta_kv kept at 0.8 (its 28
-# Blackwell rows cannot pin one more constant). SGLang's wave share is its scheduler's
-# (ENGINE_SCHEDULER), not fitted.
+# Blackwell rows cannot pin one more constant). SGLang fits its wave share on its rows that
+# mix prefill (s37; its rows that do not are a wave every round, prediction._wave_share).
 SERVER_PARAMS: tuple[str, ...] = (*FIT_PARAMS, "eta_kv")
 # issue #10 (t10v): vLLM's MoE rows (Kimi-K2.5, MiniMax-M2.5, 0.16-0.19) need a fixed decode
 # cost per MoE layer (without it the 422-row fit put eta_mem at 0.92 and a 3-4 ms step
@@ -599,7 +599,6 @@ def describe_fit(
         else:
             notes.append(f"{fam}: no override ({fam_rep.get('rows', 0)} rows).")
     kv = "" if "eta_kv" in recipe.params else f"eta_kv {profile.default.eta_kv}, "
-    wave = ENGINE_SCHEDULER.get(recipe.id, {}).get("benchmark_wave_share")
     notes.append(
         f"Not fitted: {kv}mem_util {profile.default.mem_util}"
         + (
@@ -614,7 +613,6 @@ def describe_fit(
         f"{profile.default.activations_in_budget}, prefill_chunk_tokens "
         f"{profile.default.prefill_chunk_tokens}, kv_reserve_output "
         f"{profile.default.kv_reserve_output}, mixes_prefill {profile.mixes_prefill}"
-        + (f", benchmark_wave_share {wave:g}" if wave is not None else "")
         + " (the engine's documented memory budget, scheduler and chunk by GPU memory, see "
         "calibration.recipes.ENGINE_MEMORY, ENGINE_SETTINGS and ENGINE_SCHEDULER)."
     )
