@@ -1,10 +1,12 @@
-"""The vLLM recipe's choices of issue #10 (t10v): MoE TTFT out of the fit, the MoE-layer cost."""
+"""The recipes' choices of issue #10: vLLM's MoE TTFT out of the fit and the MoE-layer cost
+(t10v); SGLang's wave share taken from the engines that share its benchmark harness (s39)."""
 
 from __future__ import annotations
 
 import math
 
 import pandas as pd
+import pytest
 
 from planner import calibration as cal
 from planner.calibration import recipes
@@ -59,3 +61,60 @@ def test_fit_shipped_profiles_only_fits_the_named_recipes(catalog, monkeypatch):
     monkeypatch.setattr(recipes, "describe_fit", lambda *a: ("src", "notes"))
     out = recipes.fit_shipped_profiles(pd.DataFrame(), catalog, "2026-12-02", only=("vllm",))
     assert seen == ["vllm"] and set(out) == {"vllm"}
+
+
+def test_sglang_ships_the_mean_of_vllm_and_trtllm_wave_shares(catalog):
+    """The shipped shares by hand: vLLM 0.15 and TensorRT-LLM 0.16 -> 0.155, in SGLang's
+    default and every family override, and the profile's notes say where it came from."""
+    assert catalog.engines["vllm"].default.benchmark_wave_share == 0.15
+    assert catalog.engines["trtllm"].default.benchmark_wave_share == 0.16
+    share = recipes.harness_wave_share(cal.RECIPES["sglang"], catalog)
+    assert share == pytest.approx(0.155)
+    sglang = catalog.engines["sglang"]
+    assert sglang.default.benchmark_wave_share == pytest.approx(share)
+    assert all(f.benchmark_wave_share == pytest.approx(share) for f in sglang.families.values())
+    assert "benchmark_wave_share 0.155: the mean of the vllm, trtllm profiles'" in sglang.notes
+    assert recipes.harness_wave_share(cal.RECIPES["vllm"], catalog) is None
+
+
+def test_the_harness_share_reaches_the_default_and_every_family(catalog):
+    base = cal.RECIPES["sglang"].base_profile()
+    base = base.model_copy(update={"families": {"hopper": base.default, "ada": base.default}})
+    out = recipes.with_harness_wave_share(base, cal.RECIPES["sglang"], catalog)
+    shares = [
+        out.default.benchmark_wave_share,
+        *(f.benchmark_wave_share for f in out.families.values()),
+    ]
+    assert shares == pytest.approx([0.155] * 3)
+    assert out.default.eta_mem == base.default.eta_mem  # nothing else moves
+    vllm = cal.RECIPES["vllm"].base_profile()
+    assert recipes.with_harness_wave_share(vllm, cal.RECIPES["vllm"], catalog) is vllm
+
+
+def test_a_recipe_cannot_both_take_and_fit_the_wave_share():
+    with pytest.raises(ValueError, match="cannot be fitted"):
+        recipes.Recipe("x", "x", ("x",), wave_share_from=("vllm",))  # FIT_PARAMS has it
+
+
+def test_a_refit_of_every_recipe_gives_sglang_the_fresh_vllm_and_trtllm_shares(
+    catalog, monkeypatch
+):
+    """fit_shipped_profiles fits the donors first and hands their new fits on: SGLang sees
+    vLLM's and TensorRT-LLM's refitted shares (0.2, 0.3 -> 0.25), not the shipped ones."""
+    fresh = {"vllm": 0.2, "trtllm": 0.3}
+    seen: dict[str, float | None] = {}
+
+    def fake_fit(measurements, cat, recipe, n_starts=2):
+        seen[recipe.id] = recipes.harness_wave_share(recipe, cat)
+        base = recipe.base_profile()
+        eff = base.default.model_copy(update={"benchmark_wave_share": fresh.get(recipe.id, 0.1)})
+        return base.model_copy(update={"default": eff}), {}
+
+    monkeypatch.setattr(recipes, "fit_recipe", fake_fit)
+    monkeypatch.setattr(recipes, "describe_fit", lambda *a: ("src", "notes"))
+    recipes.fit_shipped_profiles(pd.DataFrame(), catalog, "2026-12-05")
+    assert list(seen)[-1] == "sglang" and seen["sglang"] == pytest.approx(0.25)
+    assert seen["vllm"] is None
+    assert recipes.fit_order(cal.RECIPES).index("sglang") > recipes.fit_order(cal.RECIPES).index(
+        "trtllm"
+    )

@@ -238,14 +238,16 @@ def test_decode_rows_grow_with_the_batch_and_vanish_alone(catalog):
     assert (rows < step).all()
 
 
-def test_sglang_fits_the_mixing_rows_wave_share_and_vllm_trtllm_fit_eta_kv():
-    """SGLang fits the first-round share of its rows that mix (s37; those that do not wave
-    every round); its eta_kv stays 0.8 (fitted, it made leaving a GPU family out worse);
-    vLLM and TensorRT-LLM fit eta_kv."""
-    assert "benchmark_wave_share" in RECIPES["sglang"].params
+def test_sglang_takes_the_harness_wave_share_and_vllm_trtllm_fit_it_and_eta_kv():
+    """SGLang takes its first-round share from vLLM and TensorRT-LLM (s39, the benchmark
+    harness's; its rows that do not mix still wave every round); its eta_kv stays 0.8
+    (fitted, it made leaving a GPU family out worse); vLLM and TensorRT-LLM fit both."""
+    assert "benchmark_wave_share" not in RECIPES["sglang"].params
+    assert RECIPES["sglang"].wave_share_from == ("vllm", "trtllm")
     assert "eta_kv" not in RECIPES["sglang"].params
     for rid in ("vllm", "trtllm"):
         assert "eta_kv" in RECIPES[rid].params
+        assert "benchmark_wave_share" in RECIPES[rid].params
 
 
 @pytest.mark.parametrize(("chunk", "expect"), [(8192.0, 400.0), (1024.0 + 1500.0, 237.5)])

@@ -10,7 +10,7 @@ from planner.schema.engine import ChunkTier, Efficiency, EngineProfile
 
 
 def _round_eff(eff: Efficiency) -> dict[str, float | int | bool]:
-    """The constants as written to YAML: efficiencies to 3 digits, the rest to 2."""
+    """The constants as written to YAML: efficiencies and shares to 3 digits, the rest to 2."""
     out: dict[str, float | int | bool] = {}
     for name, value in eff.model_dump().items():
         if value is None:  # an optional constant not given (draft_forward_ms): left out
@@ -18,7 +18,8 @@ def _round_eff(eff: Efficiency) -> dict[str, float | int | bool]:
         if isinstance(value, bool | int):
             out[name] = value
             continue
-        digits = 3 if name.startswith("eta") or name == "mem_util" else 2
+        fraction = name.startswith("eta") or name in ("mem_util", "benchmark_wave_share")
+        digits = 3 if fraction else 2
         out[name] = round(float(value), digits)
     return out
 
