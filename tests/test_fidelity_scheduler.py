@@ -271,6 +271,49 @@ def test_a_wave_under_the_aic_prefill_budget(monkeypatch, chunk, expect):
     assert float(ttft[0]) == pytest.approx(expect)
 
 
+def test_a_wave_of_whole_prompts_without_chunked_prefill(monkeypatch):
+    """#10 (s39): TensorRT-LLM packs whole prompts only (enable_chunked_prefill false). The
+    same 8 prompts of 1,024 tokens under 2,524 tokens a pass: floor(2524 / 1024) = 2 a pass,
+    n = 4 passes of p = 100 ms, prompt j completes in pass ceil(j / 2) = 1,1,2,2,3,3,4,4:
+    mean 2.5 passes, TTFT = 250 ms (237.5 ms chunked). At 2,048 tokens (3,548 a pass) one
+    fits a pass: 8 passes of 50 ms, mean 4.5, TTFT = 225 ms (chunked: ceil(8 x 2048 / 3548)
+    = 5 passes of 80 ms, ceil(2048 j / 3548) = 1,2,2,3,3,4,5,5, mean 3.125: 250 ms)."""
+    monkeypatch.setattr(wave, "batch_prefill_ms", lambda m, g, b, i, c: np.array([400.0]))
+    for isl, whole, expect in [
+        (1024.0, True, 250.0),
+        (1024.0, False, 237.5),
+        (2048.0, True, 225.0),
+        (2048.0, False, 250.0),
+    ]:
+        grid = pd.DataFrame(
+            {
+                "batch": [8.0],
+                "input_len": [isl],
+                "output_len": [11.0],
+                "eff_prefill_chunk_tokens": [isl + 1500.0],
+                "_mixes_prefill": [True],
+                "_whole_prompts": [whole],
+            }
+        )
+        ttft, _ = wave.serving_wave_ms(None, grid, np.array([10.0]), None, None)
+        assert float(ttft[0]) == pytest.approx(expect), (isl, whole)
+
+
+def test_prefill_passes_whole_or_chunked():
+    """ceil(B I / C) passes in chunks, ceil(B / floor(C / I)) whole (a prompt longer than C
+    runs alone: one a pass)."""
+    frame = pd.DataFrame({"_whole_prompts": [False, True, True, True]})
+    prompts = np.array([8.0, 8.0, 5.0, 3.0])
+    i_len = np.array([2048.0, 2048.0, 1024.0, 9000.0])
+    chunk = np.array([3548.0, 3548.0, 2524.0, 8192.0])
+    assert wave.prefill_passes(frame, prompts, i_len, chunk).tolist() == [5.0, 8.0, 3.0, 3.0]
+
+
+def test_only_trtllm_packs_whole_prompts(catalog):
+    for rid, engine in catalog.engines.items():
+        assert engine.chunked_prefill == (rid != "trtllm"), rid
+
+
 @pytest.mark.parametrize(
     ("gpu", "tp", "pp", "dp", "fraction"),
     [

@@ -435,6 +435,7 @@ def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> 
         return {
             "_chunk_tokens": PREFILL_CHUNK_TOKENS,
             "_mixes_prefill": True,
+            "_whole_prompts": False,
             "_mem_util": math.nan,
         }
     gpu = catalog.gpu(row["gpu_id"])
@@ -449,7 +450,12 @@ def _scheduler(row: pd.Series, catalog: Catalog, prof: EngineProfile | None) -> 
     eff = prof.for_family(gpu.family)
     pp, _, dp = _layout(row)
     mem_util = engine_mem_util(eff, gpu.memory_bytes, int(row["tp"]), pp, dp)
-    return {"_chunk_tokens": chunk, "_mixes_prefill": mixes, "_mem_util": mem_util}
+    return {
+        "_chunk_tokens": chunk,
+        "_mixes_prefill": mixes,
+        "_whole_prompts": not prof.chunked_prefill,
+        "_mem_util": mem_util,
+    }
 
 
 def _resolve_open_batches(design: Design, effs: Sequence[Efficiency]) -> None:

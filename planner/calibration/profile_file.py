@@ -50,6 +50,8 @@ def profile_document(profile: EngineProfile) -> dict:
         "mixes_prefill": profile.mixes_prefill,
         "prefill_chunk_tiers": [_tier(tier) for tier in profile.prefill_chunk_tiers],
     }
+    if not profile.chunked_prefill:  # issue #10 (s39): whole prompts a pass
+        doc["chunked_prefill"] = False
     if profile.gpu_families:  # the hardware the engine documents (not fitted)
         doc["gpu_families"] = list(profile.gpu_families)
         doc["gpu_families_source"] = profile.gpu_families_source

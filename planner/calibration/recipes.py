@@ -144,7 +144,16 @@ _LLAMACPP_QUANTS = {
 }
 ENGINE_SETTINGS: dict[str, dict] = {
     "vllm": {"prefill_chunk_tiers": _VLLM_CHUNKS},
-    "trtllm": {"fp8_kv_with_fp8_checkpoint": True, **_TRTLLM_HARDWARE, **_TRTLLM_QUANTS},
+    "trtllm": {
+        "fp8_kv_with_fp8_checkpoint": True,
+        # issue #10 (s39): the LLM API's enable_chunked_prefill defaults to false, and
+        # AIConfigurator's generator (extra_engine_args.*.yaml.j2, `enable_chunked_prefill |
+        # default(false)`; no rule sets it) leaves it so: a pass packs whole prompts only,
+        # floor(max_num_tokens / ISL) of them (perf.wave.prefill_passes)
+        "chunked_prefill": False,
+        **_TRTLLM_HARDWARE,
+        **_TRTLLM_QUANTS,
+    },
     "sglang": {"mixes_prefill": False, "prefill_chunk_tiers": _SGLANG_CHUNKS},
     "llamacpp": {**_LLAMACPP_HARDWARE, **_LLAMACPP_QUANTS},
 }
@@ -277,12 +286,12 @@ _SERVER_FAMILIES = ("hopper", "blackwell")
 # TensorRT-LLM's (WAVE_SHARE_NOTE). The share is the benchmark's: the aic rows of all three
 # engines come from one harness (AIConfigurator's generator, aiperf with C x 50 requests after
 # C x 2 of warm-up), and the two engines with hundreds of mixing rows fit it alike (vLLM 0.147
-# +/- 0.011, TensorRT-LLM 0.157 +/- 0.011). SGLang's mixing rows cannot pin it: fitted on
+# +/- 0.011, TensorRT-LLM 0.151 +/- 0.011). SGLang's mixing rows cannot pin it: fitted on
 # them it came out 0.30 +/- 0.06, and leaving Llama-3.1-8B out it ran to its bound of 1 and put
 # that model's TTFT 179% slow (leaving a model out 10 / 31 / 14%). Taken from the other two,
 # 9 / 20 / 8% (benchmarks/results/accuracy-s39-sglang-wave-share-*.txt); any share from 0.12
-# to 0.22 meets all three targets leaving a model, a GPU or a source out. Its rows that do not
-# mix are still a wave every round (prediction._wave_share).
+# to 0.22 meets all three targets leaving a model or a GPU out. Its rows that do not mix are
+# still a wave every round (prediction._wave_share).
 WAVE_SHARE_NOTE = (
     "benchmark_wave_share {share:.3g}: the mean of the {donors} profiles' (not fitted: the "
     "share of a closed loop's requests that arrive in a wave is the benchmark harness's, "
@@ -669,7 +678,8 @@ def describe_fit(
         f"{profile.default.kv_budget_of_free}, activations_in_budget "
         f"{profile.default.activations_in_budget}, prefill_chunk_tokens "
         f"{profile.default.prefill_chunk_tokens}, kv_reserve_output "
-        f"{profile.default.kv_reserve_output}, mixes_prefill {profile.mixes_prefill}"
+        f"{profile.default.kv_reserve_output}, mixes_prefill {profile.mixes_prefill}, "
+        f"chunked_prefill {profile.chunked_prefill}"
         + " (the engine's documented memory budget, scheduler and chunk by GPU memory, see "
         "calibration.recipes.ENGINE_MEMORY, ENGINE_SETTINGS and ENGINE_SCHEDULER)."
     )

@@ -54,7 +54,7 @@ def batch_prefill_ms(
     dp = layout_col(frame, "dp_attention")
     chunk_tokens = prefill_chunk(frame) if chunk_tokens is None else chunk_tokens
     rank_prompts = np.ceil(b / dp)  # on the busiest attention rank
-    passes = np.maximum(np.ceil(rank_prompts * i_len / chunk_tokens), 1.0)
+    passes = prefill_passes(frame, rank_prompts, i_len, chunk_tokens)
     pass_tokens = b * i_len / passes  # over all dp ranks: what one pass's expert GEMMs see
     all_bytes = ev.bytes_weights_per_step(model, frame, pass_tokens)
     w_bytes = passes * _weights_per_gpu(model, frame, all_bytes, pass_tokens)
@@ -95,6 +95,30 @@ def _pass_comm_s(model: Model, frame: Frame, rank_tokens: np.ndarray) -> np.ndar
     layers = sh.allreduce_layers(model, frame)
     t_ar = layers * rf.latency_allreduce(tp, 1, rank_tokens, d, link, alpha)
     return t_ar + sh.alltoall_s(model, frame, rank_tokens / tp)
+
+
+def whole_prompts(frame: Frame) -> np.ndarray:
+    """Whether each row's engine packs whole prompts only into a pass (no chunked prefill:
+    TensorRT-LLM's default, #10 s39); default no."""
+    if "_whole_prompts" in frame:
+        return values(frame, "_whole_prompts", bool)
+    return np.zeros(len(frame), dtype=bool)
+
+
+def prompts_per_pass(i_len: np.ndarray, chunk: np.ndarray | float) -> np.ndarray:
+    """Whole prompts of i_len tokens one pass of `chunk` tokens holds (at least one: a
+    prompt longer than the budget runs alone)."""
+    return np.maximum(np.floor(np.asarray(chunk, float) / i_len), 1.0)
+
+
+def prefill_passes(
+    frame: Frame, prompts: np.ndarray, i_len: np.ndarray, chunk: np.ndarray | float
+) -> np.ndarray:
+    """Passes that prefill `prompts` prompts of i_len tokens: ceil(prompts I / C) in chunks,
+    ceil(prompts / floor(C / I)) where the engine packs whole prompts only."""
+    chunked = np.ceil(prompts * i_len / chunk)
+    whole = np.ceil(prompts / prompts_per_pass(i_len, chunk))
+    return np.maximum(np.where(whole_prompts(frame), whole, chunked), 1.0)
 
 
 def prefill_chunk(frame: Frame) -> np.ndarray:
@@ -147,17 +171,26 @@ def serving_wave_ms(
     total = batch_prefill_ms(model, grid, b.astype(float), i_len, chunk)
     # under attention DP each rank prefills its own ceil(B / dp) prompts side by side (#10)
     rank_b = np.ceil(b / layout_col(grid, "dp_attention")).astype(int)
-    passes = np.maximum(np.ceil(rank_b * i_len / chunk), 1.0)
+    passes = prefill_passes(grid, rank_b.astype(float), i_len, chunk)
+    whole = whole_prompts(grid)
     per_pass = total / passes
     rows_ms = np.zeros(len(b)) if decode_rows_ms is None else np.asarray(decode_rows_ms, float)
     ttft = np.empty(len(b))
     tpot = np.empty(len(b))
     for n, (bb, ii, oo, nn) in enumerate(zip(rank_b, i_len, o_len, passes, strict=True)):
-        k = np.maximum(np.ceil(np.arange(1, bb + 1) * ii / chunk[n]), 1.0)
+        j = np.arange(1, bb + 1)
+        if whole[n]:  # whole prompts only: floor(C / I) of them a pass (#10 s39)
+            k = np.ceil(j / prompts_per_pass(ii, chunk[n]))
+        else:
+            k = np.maximum(np.ceil(j * ii / chunk[n]), 1.0)
         decode = max(oo - 1.0, 1.0)
         if mixes[n]:
             # pass time p_k with the decode rows of the prompts prefilled before it (t10b)
-            done = np.minimum(np.floor(np.arange(nn) * chunk[n] / ii), bb)
+            before = np.arange(nn)
+            if whole[n]:
+                done = np.minimum(np.searchsorted(k, before, side="right"), bb)
+            else:
+                done = np.minimum(np.floor(before * chunk[n] / ii), bb)
             ends = np.concatenate(([0.0], np.cumsum(per_pass[n] + rows_ms[n] * done / bb)))
             ttft[n] = ends[k.astype(int)].mean()
             m = np.minimum(nn - k, decode)

@@ -437,7 +437,10 @@ def _first_round(req: EstimateRequest, catalog: Catalog, row: Row, b: int, slot_
         return
     model, grid = _grid(req, catalog, b)
     wave = evaluate_table(model, grid, req.utilisation, "none")
-    wave = wave.assign(_mixes_prefill=catalog.engine(req.engine).mixes_prefill)
+    engine = catalog.engine(req.engine)
+    wave = wave.assign(
+        _mixes_prefill=engine.mixes_prefill, _whole_prompts=not engine.chunked_prefill
+    )
     step = values(wave, "tpot_step_ms", float)
     w_ttft, w_tpot = first_round_ms(model, wave, step, values(wave, "t_decode_rows_ms"), slot_ms)
     share = req.concurrency / req.num_prompts

@@ -213,6 +213,12 @@ class EngineProfile(Strict):
         "runs prefill batches on their own, pausing decode, so a closed loop's rounds stay "
         "in step",
     )
+    chunked_prefill: bool = Field(
+        default=True,
+        description="a pass may hold part of a prompt (chunked prefill: vLLM V1, SGLang); "
+        "TensorRT-LLM's enable_chunked_prefill defaults to false, so a pass packs whole "
+        "prompts only",
+    )
     prefill_chunk_tiers: tuple[ChunkTier, ...] = Field(
         default=(),
         description="the engine's default prefill chunk by GPU memory; empty: the constants' "
