@@ -122,6 +122,37 @@ def _kv_rows(catalog, reserve: bool) -> pd.DataFrame:
     return evaluate(model, grid)
 
 
+def _lag_rows(catalog, lag: float) -> pd.DataFrame:
+    engine = catalog.engine("trtllm")
+    eff = engine.default.model_copy(update={"scheduler_lag_steps": lag})
+    prof = engine.model_copy(update={"default": eff, "families": {}})
+    spec = GridSpec(gpus=[catalog.gpu("h100-sxm")], quants=[catalog.quant("fp8")], tps=[2],
+                    batches=[1, 64], shapes=[(5000, 500)])  # fmt: skip
+    model = catalog.model("llama-3.3-70b")
+    grid, _ = build_grid(model, spec, prof, False)
+    return evaluate(model, grid)
+
+
+def test_an_overlap_scheduler_adds_the_launched_iteration_to_ttft(catalog):
+    """#10 (s39): with one step launched ahead, an arrival waits one whole iteration more:
+    the decode step plus its share of the others' prefills, which is the TPOT (no drafts).
+    At batch 1 there are no others: one decode step. Nothing else moves."""
+    none, one = _lag_rows(catalog, 0.0), _lag_rows(catalog, 1.0)
+    extra = one["ttft_unloaded_ms"] - none["ttft_unloaded_ms"]
+    assert np.allclose(extra, one["tpot_ms"], rtol=1e-12)
+    assert np.allclose(one["ttft_scheduler_lag_ms"], one["tpot_ms"], rtol=1e-12)
+    assert extra.iloc[0] == pytest.approx(one["tpot_step_ms"].iloc[0], rel=1e-12)
+    assert (none["ttft_scheduler_lag_ms"] == 0.0).all()
+    assert np.allclose(one["tpot_ms"], none["tpot_ms"], rtol=0)
+    assert (one["ttft_ms"] - none["ttft_ms"] >= extra - 1e-9).all()  # queues see it too
+
+
+def test_only_trtllm_runs_an_overlap_scheduler(catalog):
+    for rid, engine in catalog.engines.items():
+        lags = {e.scheduler_lag_steps for e in (engine.default, *engine.families.values())}
+        assert lags == ({1.0} if rid == "trtllm" else {0.0}), rid
+
+
 def test_reserving_the_whole_output_holds_i_plus_o_tokens(catalog):
     """TensorRT-LLM's GUARANTEED_NO_EVICT admits a 5000 + 500 sequence only with KV for 5500
     tokens, where a paged cache holds 5250 on average: the KV of a batch grows by 5500 /

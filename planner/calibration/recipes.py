@@ -158,7 +158,12 @@ ENGINE_SETTINGS: dict[str, dict] = {
     "llamacpp": {**_LLAMACPP_HARDWARE, **_LLAMACPP_QUANTS},
 }
 ENGINE_SCHEDULER: dict[str, dict] = {
-    "trtllm": {"kv_reserve_output": True},
+    # Issue #10 (s39): TensorRT-LLM's PyTorch backend runs an overlap scheduler by default
+    # (docs, features/overlap-scheduler, read 2026-12-05: at step n it launches step n+1
+    # before processing step n's outputs), and AIConfigurator's generator keeps it for
+    # aggregated workers (rule_plugin/trtllm.rule: agg disable_overlap_scheduler = false): a
+    # request that arrives has the launched step ahead of it before it can join one.
+    "trtllm": {"kv_reserve_output": True, "scheduler_lag_steps": 1.0},
 }
 # Issue #11 (t10s): the fixed cost of one draft forward inside a decode step (not fitted: the
 # calibration sets hold no speculative rows). vLLM V1 runs the drafter's k forwards inside the

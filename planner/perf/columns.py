@@ -135,6 +135,8 @@ GRID_COLUMNS = _stage(
         ("eff_benchmark_wave_share", "fraction", SHARED, "engine: calibration only"),
         # issue #10 (remaining): TensorRT-LLM reserves KV for the whole output at admission
         ("eff_kv_reserve_output", "bool", SHARED, "engine: KV for I + O held per sequence"),
+        # issue #10 (s39): iterations an arrival waits beyond the one in flight (overlap)
+        ("eff_scheduler_lag_steps", "steps", SHARED, "engine: steps launched ahead of arrivals"),
         # issue #10 (t10v): fixed decode cost per MoE layer (vLLM's fitted; 0 elsewhere)
         ("eff_moe_layer_us", "us", SHARED, "engine: decode step cost per MoE layer"),
         # issue #10 (ep-lead): EP across nodes, per engine (perf/sharding.alltoall_s)
@@ -193,6 +195,7 @@ MODEL_COLUMNS = _stage(
         ("tpot_ms", "ms", FLOAT, "TPOT users see: step time plus prefill interruptions"),
         ("ttft_ms", "ms", FLOAT, "time to first token at planned load (statistic as asked)"),
         ("ttft_unloaded_ms", "ms", FLOAT, "time to first token on an idle replica"),
+        ("ttft_scheduler_lag_ms", "ms", FLOAT, "of it, the step an overlap scheduler launched"),
         ("requests_per_s", "req/s", FLOAT, "requests per second per replica at full load"),
         ("capacity_requests_per_s", "req/s", FLOAT, "requests per second per replica, planned"),
         ("throughput_tok_s", "tok/s", FLOAT32, "output tokens per second per replica, full load"),

@@ -482,7 +482,10 @@ def _serving(df: Frame, out: dict, utilisation: float, statistic: str) -> None:
     load = utilisation * rate
     cycle = out.get("_cycle_s", step)  # one whole decode step (verify + drafts, issue #11)
     # an idle replica starts the prefill at the next step; plus the per-request latency (#10)
-    ttft_idle = t_pf + cycle / 2.0 + _col(df, "eff_request_overhead_ms") * 1e-3
+    # and, under an overlap scheduler, the whole iteration it launched before the arrival
+    # (a decode cycle with its share of the others' prefills, tpot - step; #10 s39)
+    lag = _col(df, "eff_scheduler_lag_steps") * (cycle + tpot - step)
+    ttft_idle = t_pf + cycle / 2.0 + lag + _col(df, "eff_request_overhead_ms") * 1e-3
     if statistic == "none":
         wait = np.zeros_like(rate)
     else:
@@ -494,6 +497,7 @@ def _serving(df: Frame, out: dict, utilisation: float, statistic: str) -> None:
         tpot_ms=tpot * 1e3,
         ttft_ms=(ttft_idle + wait) * 1e3,
         ttft_unloaded_ms=ttft_idle * 1e3,
+        ttft_scheduler_lag_ms=lag * 1e3,
         requests_per_s=rate,
         capacity_requests_per_s=load,
         throughput_tok_s=rate * o_len,

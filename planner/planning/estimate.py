@@ -525,7 +525,8 @@ def least_batch(enough: Callable[[int], bool], cap: int) -> int:
 
 def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms: float) -> None:
     """Set ttft_ms and its terms on `row`: the prompt's own prefill, half a decode step (the
-    step in flight when it arrives), the engine's per-request latency (host work the GPU
+    step in flight when it arrives), the step an overlap scheduler had already launched
+    (TensorRT-LLM, `scheduler_lag_steps`), the engine's per-request latency (host work the GPU
     model does not see: HTTP, tokenisation, scheduling; fitted per engine, and the constant
     that differs most between stacks), the other sequences' decode work in its fused
     passes, the wait behind other prefills and the wait for a free sequence slot."""
@@ -533,7 +534,8 @@ def _ttft_terms(row: Row, prefill_wait_ms: float, slot_wait_ms: float, fused_ms:
     prefill, request = float(row["prefill_ms"]), float(row["eff_request_overhead_ms"])
     row["ttft_prefill_ms"] = prefill
     row["ttft_request_ms"] = request
-    row["ttft_step_align_ms"] = float(row["ttft_unloaded_ms"]) - prefill - request
+    lag = float(row["ttft_scheduler_lag_ms"])
+    row["ttft_step_align_ms"] = float(row["ttft_unloaded_ms"]) - prefill - request - lag
     row["ttft_fused_ms"] = fused_ms
     row["ttft_prefill_wait_ms"] = prefill_wait_ms
     row["ttft_slot_wait_ms"] = slot_wait_ms

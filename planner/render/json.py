@@ -105,6 +105,7 @@ BREAKDOWN_KEYS = {
 TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
     "prefill_ms": "ttft_prefill_ms",
     "step_in_flight_ms": "ttft_step_align_ms",
+    "launched_step_ms": "ttft_scheduler_lag_ms",
     "request_latency_ms": "ttft_request_ms",
     "fused_decode_ms": "ttft_fused_ms",
     "prefill_queue_ms": "ttft_prefill_wait_ms",

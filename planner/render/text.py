@@ -174,6 +174,7 @@ def _ttft_terms(row: Mapping[str, Any]) -> list[tuple[str, float, str]]:
     terms = [
         ("prefill", row["ttft_prefill_ms"], f"the prompt's own, {row['prefill_bound']}-bound"),
         ("step in flight", row["ttft_step_align_ms"], "half a decode step, on arrival"),
+        ("launched step", row["ttft_scheduler_lag_ms"], "one the overlap scheduler sent ahead"),
         (
             "per-request latency",
             row["ttft_request_ms"],

@@ -109,6 +109,17 @@ class Efficiency(Strict):
         "default GUARANTEED_NO_EVICT capacity scheduler), not the I + O/2 a paged cache holds "
         "on average",
     )
+    # --- issue #10 (s39): an overlap scheduler's launched step, in TTFT
+    scheduler_lag_steps: Annotated[
+        float,
+        between(0, 4, unit="steps"),
+        Field(
+            description="engine iterations a new request waits beyond the one in flight: 1 "
+            "where an overlap scheduler launches step n+1 before it processes step n's outputs "
+            "(TensorRT-LLM's PyTorch backend, on by default), so an arrival joins the step "
+            "after the launched one"
+        ),
+    ] = 0.0
     # --- issue #10 (t10v, vLLM MoE decode): fixed cost per MoE layer a decode step
     moe_layer_us: Annotated[
         float,
