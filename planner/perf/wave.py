@@ -158,6 +158,9 @@ def serving_wave_ms(
 
         TPOT (no mixing) = mean_j(((n - k_j) p + (O - 1) s) / (O - 1))
 
+    An engine that packs whole prompts only (TensorRT-LLM, `_whole_prompts`, #10 s39) fits
+    q = max(floor(C / I), 1) of them a pass: n = ceil(B / q) passes, k_j = ceil(j / q).
+
     Fused passes (#10, t10b; mixing engines, when `decode_rows_ms` D, the decode work of
     all B sequences in one pass, is given): pass k also runs the decode tokens of the
     r_k = min(floor((k - 1) C / I), B) prompts already prefilled, so it takes
