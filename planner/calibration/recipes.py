@@ -685,6 +685,12 @@ def describe_fit(
         f"{profile.default.prefill_chunk_tokens}, kv_reserve_output "
         f"{profile.default.kv_reserve_output}, mixes_prefill {profile.mixes_prefill}, "
         f"chunked_prefill {profile.chunked_prefill}"
+        + (
+            f", scheduler_lag_steps {profile.default.scheduler_lag_steps:g} (the step an "
+            "overlap scheduler launched ahead of an arrival, in its TTFT)"
+            if profile.default.scheduler_lag_steps
+            else ""
+        )
         + " (the engine's documented memory budget, scheduler and chunk by GPU memory, see "
         "calibration.recipes.ENGINE_MEMORY, ENGINE_SETTINGS and ENGINE_SCHEDULER)."
     )
