@@ -291,7 +291,7 @@ _SERVER_FAMILIES = ("hopper", "blackwell")
 # TensorRT-LLM's (WAVE_SHARE_NOTE). The share is the benchmark's: the aic rows of all three
 # engines come from one harness (AIConfigurator's generator, aiperf with C x 50 requests after
 # C x 2 of warm-up), and the two engines with hundreds of mixing rows fit it alike (vLLM 0.147
-# +/- 0.011, TensorRT-LLM 0.151 +/- 0.011). SGLang's mixing rows cannot pin it: fitted on
+# +/- 0.011, TensorRT-LLM 0.142 +/- 0.010). SGLang's mixing rows cannot pin it: fitted on
 # them it came out 0.30 +/- 0.06, and leaving Llama-3.1-8B out it ran to its bound of 1 and put
 # that model's TTFT 179% slow (leaving a model out 10 / 31 / 14%). Taken from the other two,
 # 9 / 20 / 8% (benchmarks/results/accuracy-s39-sglang-wave-share-*.txt); any share from 0.12
