@@ -666,12 +666,13 @@ def describe_fit(
             )
         else:
             notes.append(f"{fam}: no override ({fam_rep.get('rows', 0)} rows).")
-    kv = "" if "eta_kv" in recipe.params else f"eta_kv {profile.default.eta_kv}, "
+    unfitted = "" if "eta_kv" in recipe.params else f"eta_kv {profile.default.eta_kv}, "
     share = harness_wave_share(recipe, catalog) if catalog is not None else None
     if share is not None:
-        kv += WAVE_SHARE_NOTE.format(share=share, donors=", ".join(recipe.wave_share_from)) + "; "
+        note = WAVE_SHARE_NOTE.format(share=share, donors=", ".join(recipe.wave_share_from))
+        unfitted += note + "; "
     notes.append(
-        f"Not fitted: {kv}mem_util {profile.default.mem_util}"
+        f"Not fitted: {unfitted}mem_util {profile.default.mem_util}"
         + (
             " (SGLang's own fallback: the fraction is derived per GPU and layout, "
             "perf.engine_memory)"

@@ -189,11 +189,7 @@ def serving_wave_ms(
         decode = max(oo - 1.0, 1.0)
         if mixes[n]:
             # pass time p_k with the decode rows of the prompts prefilled before it (t10b)
-            before = np.arange(nn)
-            if whole[n]:
-                done = np.minimum(np.searchsorted(k, before, side="right"), bb)
-            else:
-                done = np.minimum(np.floor(before * chunk[n] / ii), bb)
+            done = np.searchsorted(k, np.arange(nn), side="right")  # prompts before pass
             ends = np.concatenate(([0.0], np.cumsum(per_pass[n] + rows_ms[n] * done / bb)))
             ttft[n] = ends[k.astype(int)].mean()
             m = np.minimum(nn - k, decode)
