@@ -295,7 +295,7 @@ def test_layout_text_gives_the_gpus_a_replica_takes():
 
 def test_the_batch_limit_is_the_chosen_layouts_own(tmp_path, catalog):
     """deepseek-r1 on 64 H100: the line runs tp 2 / pp 2 / ep 8 / dp 4 at batch 256, and batch
-    384 of that layout fails on TPOT (54.1 ms > 50); the reason was once pp 1's out of memory
+    384 of that layout fails on TPOT (54.2 ms > 50); the reason was once pp 1's out of memory
     (196 GB/GPU), a row of another layout with the same gpu/tp/quant/kv."""
     text = (ROOT / "scenarios" / "deepseek-r1-h100.yaml").read_text()
     path = tmp_path / "ds.yaml"
@@ -304,7 +304,7 @@ def test_the_batch_limit_is_the_chosen_layouts_own(tmp_path, catalog):
     result = fleet_capacity(scenario, cat)
     (line,) = result.deployments
     assert (line.tp, line.pp, line.ep, line.dp_attention, line.batch) == (2, 2, 8, 4, 256)
-    assert line.batch_limit == "batch 384 fails class 'all': TPOT 54.1 ms > 50 ms"
+    assert line.batch_limit == "batch 384 fails class 'all': TPOT 54.2 ms > 50 ms"
     assert line.gpus == 64 and line.replicas == 4
     shown = render_capacity(result)
     assert "pp 2, ep 8, dp 4 (16 GPUs each)" in shown

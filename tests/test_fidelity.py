@@ -69,6 +69,37 @@ def test_per_sequence_step_cost_adds_b_times_it(catalog):
     assert (more["t_overhead_ms"] - base["t_overhead_ms"])[64] == pytest.approx(1.28)
 
 
+def test_per_sequence_cost_per_layer_scales_with_the_model_depth(catalog):
+    """step_seq_layer_us = 0.5 on Llama-3.1-8B (32 layers): the decode step at B=64 grows by
+    64 x 32 x 0.5 us = 1.024 ms, at B=1 by 0.016 ms, in the step's overhead term alone; it
+    adds to step_per_seq_us (10 us: B=64 then 1.024 + 0.64 ms)."""
+    base = _row(catalog, step_per_seq_us=0.0, step_seq_layer_us=0.0)
+    layered = _row(catalog, step_per_seq_us=0.0, step_seq_layer_us=0.5)
+    both = _row(catalog, step_per_seq_us=10.0, step_seq_layer_us=0.5)
+    diff = layered["tpot_step_ms"] - base["tpot_step_ms"]
+    assert diff[64] == pytest.approx(1.024)
+    assert diff[1] == pytest.approx(0.016)
+    assert (layered["t_overhead_ms"] - base["t_overhead_ms"])[64] == pytest.approx(1.024)
+    assert (both["tpot_step_ms"] - base["tpot_step_ms"])[64] == pytest.approx(1.664)
+
+
+def test_trtllm_fits_its_sequence_cost_per_layer_and_holds_the_per_step_one(catalog):
+    """TensorRT-LLM's recipe fits step_seq_layer_us (default and family overrides) in place of
+    step_per_seq_us, which its shipped profile holds at 0; vLLM and SGLang keep theirs per step."""
+    from planner.calibration import recipes
+
+    trt = recipes.RECIPES["trtllm"]
+    assert "step_seq_layer_us" in trt.params and "step_per_seq_us" not in trt.params
+    assert "step_seq_layer_us" in (trt.family_params or ())
+    shipped = catalog.engine("trtllm")
+    for eff in (shipped.default, *shipped.families.values()):
+        assert eff.step_per_seq_us == 0.0
+        assert eff.step_seq_layer_us > 0.0
+    for other in ("vllm", "sglang"):
+        assert "step_seq_layer_us" not in recipes.RECIPES[other].params
+        assert catalog.engine(other).default.step_seq_layer_us == 0.0
+
+
 def test_request_overhead_is_in_ttft_not_tpot(catalog):
     """request_overhead_ms = 70: TTFT on an idle replica + 70 ms exactly; TPOT unchanged."""
     base = _row(catalog, request_overhead_ms=0.0)

@@ -44,6 +44,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "step_per_seq_us": (0.0, 200.0),
     "request_overhead_ms": (0.0, 500.0),
     "benchmark_wave_share": (0.0, 1.0),
+    "step_seq_layer_us": (0.0, 5.0),  # issue #10 (s40): TensorRT-LLM's per-sequence cost a layer
     "moe_layer_us": (0.0, 500.0),  # issue #10 (t10v): vLLM's per-MoE-layer decode cost
     "prefill_layer_us": (0.0, 2000.0),  # issue #10 (t10p): host floor of an eager prefill pass
     "ep_cross_node_layer_us": (0.0, 1000.0),  # issue #10 (ep-lead): EP across nodes
@@ -59,6 +60,7 @@ FAMILY_PRIOR_SCALE: dict[str, float] = {
     "step_overhead_ms": 1.0,
     "prefill_overhead_ms": 2.0,
     "step_per_seq_us": 20.0,
+    "step_seq_layer_us": 0.3,
     "request_overhead_ms": 50.0,
     "benchmark_wave_share": 0.2,
     "moe_layer_us": 20.0,

@@ -205,9 +205,18 @@ ENGINE_SPECULATION: dict[str, dict] = {"vllm": {"draft_forward_ms": VLLM_DRAFT_F
 # k0 = 1.22 x the card's F / BW from DeepGEMM's published FP8 Hopper GEMM table
 # (perf/gemm_shape.py): not fitted. Only TensorRT-LLM takes it for now (the test of the
 # hypothesis, t10g); vLLM and SGLang keep 0, bit-identical.
+#
+# step_seq_layer_us (#10, s40): TensorRT-LLM's per-sequence decode cost is fitted per layer
+# (TRTLLM_PARAMS), its per-step one held at 0; 0.15 us a layer starts it where BASE_EFFICIENCY's
+# 10 us a step would be on a 64-layer model.
 ENGINE_START: dict[str, dict] = {
     "vllm": {"moe_layer_us": 20.0},
-    "trtllm": {"prefill_layer_us": 454.0, "gemm_k0_ridge": gs.GEMM_K0_RIDGE},
+    "trtllm": {
+        "prefill_layer_us": 454.0,
+        "gemm_k0_ridge": gs.GEMM_K0_RIDGE,
+        "step_per_seq_us": 0.0,
+        "step_seq_layer_us": 0.15,
+    },
 }
 
 
@@ -338,7 +347,19 @@ SGLANG_PARAMS: tuple[str, ...] = (
 )
 # issue #10 (t10p): TensorRT-LLM's host floor of an eager prefill pass is calibrated apart
 # (ENGINE_START), not fitted: one value for every GPU family (the host's, not the GPU's).
-TRTLLM_PARAMS: tuple[str, ...] = SERVER_PARAMS
+# issue #10 (s40): TensorRT-LLM fits its per-sequence decode cost per layer instead of per step.
+# Its overlap scheduler (ENGINE_SCHEDULER) runs the host's per-step work (scheduling,
+# sampling, output processing) while the GPU runs the launched step, so what a sequence still
+# adds is GPU work in every layer (its attention and KV append beyond the KV bytes). Held per
+# step, the fit without Qwen3-32B (64 layers) put 13 us on it and without Llama-3.1-8B (32)
+# 42 us; leaving a model out went 14 / 26 / 14% -> 13 / 25 / 12%
+# (accuracy-s40-trtllm-seq-layer.txt).
+TRTLLM_PARAMS: tuple[str, ...] = tuple(
+    "step_seq_layer_us" if p == "step_per_seq_us" else p for p in SERVER_PARAMS
+)
+TRTLLM_FAMILY_PARAMS: tuple[str, ...] = tuple(
+    "step_seq_layer_us" if p == "step_per_seq_us" else p for p in SERVER_FAMILY_PARAMS
+)
 
 RECIPES: dict[str, Recipe] = {
     "vllm": Recipe(
@@ -387,7 +408,7 @@ RECIPES: dict[str, Recipe] = {
         families=_SERVER_FAMILIES,
         min_family_rows=20,
         params=TRTLLM_PARAMS,
-        family_params=SERVER_FAMILY_PARAMS,
+        family_params=TRTLLM_FAMILY_PARAMS,
         base_prior_weight=0.2,
         caveats=(
             "Caveats: fitted on TensorRT-LLM rows: the aic set's 1.0-1.3 closed loops (mostly "
@@ -667,6 +688,11 @@ def describe_fit(
         else:
             notes.append(f"{fam}: no override ({fam_rep.get('rows', 0)} rows).")
     unfitted = "" if "eta_kv" in recipe.params else f"eta_kv {profile.default.eta_kv}, "
+    if "step_seq_layer_us" in recipe.params and "step_per_seq_us" not in recipe.params:
+        unfitted += (
+            f"step_per_seq_us {profile.default.step_per_seq_us:g} (a sequence's decode cost "
+            "is fitted per layer, step_seq_layer_us: calibration.recipes.TRTLLM_PARAMS), "
+        )
     share = harness_wave_share(recipe, catalog) if catalog is not None else None
     if share is not None:
         note = WAVE_SHARE_NOTE.format(share=share, donors=", ".join(recipe.wave_share_from))

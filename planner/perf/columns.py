@@ -137,6 +137,8 @@ GRID_COLUMNS = _stage(
         ("eff_kv_reserve_output", "bool", SHARED, "engine: KV for I + O held per sequence"),
         # issue #10 (s39): iterations an arrival waits beyond the one in flight (overlap)
         ("eff_scheduler_lag_steps", "steps", SHARED, "engine: steps launched ahead of arrivals"),
+        # issue #10 (s40): decode cost per sequence per layer (TensorRT-LLM's fitted)
+        ("eff_step_seq_layer_us", "us", SHARED, "engine: decode cost per sequence per layer"),
         # issue #10 (t10v): fixed decode cost per MoE layer (vLLM's fitted; 0 elsewhere)
         ("eff_moe_layer_us", "us", SHARED, "engine: decode step cost per MoE layer"),
         # issue #10 (ep-lead): EP across nodes, per engine (perf/sharding.alltoall_s)

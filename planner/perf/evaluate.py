@@ -270,6 +270,17 @@ def moe_layer_overhead_s(model: Model, df: Frame) -> np.ndarray:
     return model.n_moe_layers / _col(df, "pp") * _col(df, "eff_moe_layer_us") * 1e-6
 
 
+def per_sequence_step_s(model: Model, df: Frame) -> np.ndarray:
+    """What one more sequence adds to a stage's decode step (s): the engine's cost once a step
+    (sampling and scheduling on the host, `step_per_seq_us`) plus its cost in each of the
+    stage's n_layers / pp layers (`step_seq_layer_us`, issue #10 s40: an engine whose overlap
+    scheduler hides the host's per-step work still pays each layer's attention and KV-append
+    work per sequence)."""
+    layers = model.num_hidden_layers / _col(df, "pp")
+    per_step = _col(df, "eff_step_per_seq_us")
+    return (per_step + layers * _col(df, "eff_step_seq_layer_us")) * 1e-6
+
+
 def prefill_host_floor_s(model: Model, df: Frame, passes: np.ndarray) -> np.ndarray:
     """The least time `passes` prefill passes of one pipeline stage take on the host (#10,
     t10p): an engine that runs context and mixed passes eagerly (no CUDA graph; TensorRT-LLM
@@ -316,8 +327,9 @@ def _decode(model: Model, df: Frame, out: dict) -> None:
     )
     t_a2a = sh.alltoall_s(model, df, micro_tokens / sh.width(df))
     t_a2a = t_a2a + sh.cross_node_tokens_s(model, df, micro_tokens)  # #10 (ep-lead)
-    # fixed cost per step plus a cost per sequence in the batch (sampling, scheduling, #10)
-    per_seq = _col(df, "eff_step_per_seq_us") * 1e-6  # a stage steps one micro-batch
+    # fixed cost per step plus a cost per sequence in the batch (sampling, scheduling, #10),
+    # once a step or in each of the stage's layers (s40)
+    per_seq = per_sequence_step_s(model, df)  # a stage steps one micro-batch
     t_oh = _col(df, "eff_step_overhead_ms") * 1e-3 + micro * per_seq
     t_oh = t_oh + moe_layer_overhead_s(model, df)  # issue #10 (t10v)
     stage = np.maximum(t_w, t_gemm) + np.maximum(t_kv, t_attn) + t_ar + t_a2a + t_oh

@@ -120,6 +120,16 @@ class Efficiency(Strict):
             "after the launched one"
         ),
     ] = 0.0
+    # --- issue #10 (s40): a sequence's decode cost in every layer, not once a step
+    step_seq_layer_us: Annotated[
+        float,
+        _up_to(1_000, "us"),
+        Field(
+            description="decode step cost per sequence per layer of the stage (attention and "
+            "KV-append work a sequence costs each layer beyond its KV bytes); TensorRT-LLM's, "
+            "whose overlap scheduler hides the per-step host work step_per_seq_us stands for"
+        ),
+    ] = 0.0
     # --- issue #10 (t10v, vLLM MoE decode): fixed cost per MoE layer a decode step
     moe_layer_us: Annotated[
         float,
