@@ -345,6 +345,13 @@ SGLANG_PARAMS: tuple[str, ...] = (
     *(p for p in FIT_PARAMS if p not in ("eta_kv", "benchmark_wave_share")),
     "moe_layer_us",
 )
+
+
+def _sequence_cost_per_layer(params: tuple[str, ...]) -> tuple[str, ...]:
+    """`params` with the per-step sequence cost replaced by the per-layer one."""
+    return tuple("step_seq_layer_us" if p == "step_per_seq_us" else p for p in params)
+
+
 # issue #10 (t10p): TensorRT-LLM's host floor of an eager prefill pass is calibrated apart
 # (ENGINE_START), not fitted: one value for every GPU family (the host's, not the GPU's).
 # issue #10 (s40): TensorRT-LLM fits its per-sequence decode cost per layer instead of per step.
@@ -354,12 +361,8 @@ SGLANG_PARAMS: tuple[str, ...] = (
 # step, the fit without Qwen3-32B (64 layers) put 13 us on it and without Llama-3.1-8B (32)
 # 42 us; leaving a model out went 14 / 26 / 14% -> 13 / 25 / 12%
 # (accuracy-s40-trtllm-seq-layer.txt).
-TRTLLM_PARAMS: tuple[str, ...] = tuple(
-    "step_seq_layer_us" if p == "step_per_seq_us" else p for p in SERVER_PARAMS
-)
-TRTLLM_FAMILY_PARAMS: tuple[str, ...] = tuple(
-    "step_seq_layer_us" if p == "step_per_seq_us" else p for p in SERVER_FAMILY_PARAMS
-)
+TRTLLM_PARAMS: tuple[str, ...] = _sequence_cost_per_layer(SERVER_PARAMS)
+TRTLLM_FAMILY_PARAMS: tuple[str, ...] = _sequence_cost_per_layer(SERVER_FAMILY_PARAMS)
 
 RECIPES: dict[str, Recipe] = {
     "vllm": Recipe(

@@ -105,20 +105,30 @@ def whole_prompts(frame: Frame) -> np.ndarray:
     return np.zeros(len(frame), dtype=bool)
 
 
-def prompts_per_pass(i_len: np.ndarray, chunk: np.ndarray | float) -> np.ndarray:
+def prompts_per_pass(i_len: np.ndarray | float, chunk: np.ndarray | float) -> np.ndarray:
     """Whole prompts of i_len tokens one pass of `chunk` tokens holds (at least one: a
     prompt longer than the budget runs alone)."""
     return np.maximum(np.floor(np.asarray(chunk, float) / i_len), 1.0)
 
 
+def passes_for(
+    whole: np.ndarray | bool,
+    prompts: np.ndarray,
+    i_len: np.ndarray | float,
+    chunk: np.ndarray | float,
+) -> np.ndarray:
+    """Passes that prefill `prompts` prompts of i_len tokens: ceil(prompts I / C) in chunks,
+    ceil(prompts / floor(C / I)) where `whole` (the engine packs whole prompts only)."""
+    chunked = np.ceil(prompts * i_len / chunk)
+    packed = np.ceil(prompts / prompts_per_pass(i_len, chunk))
+    return np.maximum(np.where(whole, packed, chunked), 1.0)
+
+
 def prefill_passes(
     frame: Frame, prompts: np.ndarray, i_len: np.ndarray, chunk: np.ndarray | float
 ) -> np.ndarray:
-    """Passes that prefill `prompts` prompts of i_len tokens: ceil(prompts I / C) in chunks,
-    ceil(prompts / floor(C / I)) where the engine packs whole prompts only."""
-    chunked = np.ceil(prompts * i_len / chunk)
-    whole = np.ceil(prompts / prompts_per_pass(i_len, chunk))
-    return np.maximum(np.where(whole_prompts(frame), whole, chunked), 1.0)
+    """`passes_for` each row of `frame`, whole prompts where its engine packs them so."""
+    return passes_for(whole_prompts(frame), prompts, i_len, chunk)
 
 
 def prefill_chunk(frame: Frame) -> np.ndarray:
@@ -181,11 +191,8 @@ def serving_wave_ms(
     ttft = np.empty(len(b))
     tpot = np.empty(len(b))
     for n, (bb, ii, oo, nn) in enumerate(zip(rank_b, i_len, o_len, passes, strict=True)):
-        j = np.arange(1, bb + 1)
-        if whole[n]:  # whole prompts only: floor(C / I) of them a pass (#10 s39)
-            k = np.ceil(j / prompts_per_pass(ii, chunk[n]))
-        else:
-            k = np.maximum(np.ceil(j * ii / chunk[n]), 1.0)
+        # the pass prompt j finishes in: the passes its first j prompts take (#10 s39)
+        k = passes_for(whole[n], np.arange(1, bb + 1, dtype=float), ii, chunk[n])
         decode = max(oo - 1.0, 1.0)
         if mixes[n]:
             # pass time p_k with the decode rows of the prompts prefilled before it (t10b)
