@@ -75,9 +75,10 @@ def within_fold(task: tuple[str, str, str]) -> pd.DataFrame:
 
 def pooled_fold(engine: str) -> pd.DataFrame:
     """The pooled leave-one-model-out fold of accuracy.py (every source's rows)."""
-    label = "leave-one-model-out"
-    task = (engine, label, accuracy.FOLDS[label], 1, accuracy.TRANSFER_MIN_MODELS)
-    return accuracy._fold(task)[2]
+    catalog = load_catalog()
+    rows = accuracy.load(catalog)
+    start = catalog.engines.get(engine)
+    return cal.cross_validate(rows, catalog, cal.RECIPES[engine], "model_id", 1, start)
 
 
 def summary(pred: pd.DataFrame) -> tuple[dict[str, float], pd.DataFrame]:
