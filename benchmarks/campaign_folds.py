@@ -38,8 +38,6 @@ import accuracy  # noqa: E402
 from planner import calibration as cal  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
 
-METRICS = ("tpot", "ttft", "throughput")
-
 
 def campaign_rows(engine: str, source: str) -> tuple[object, pd.DataFrame]:
     """The catalog and every measurement except `engine`'s rows of other sources."""
@@ -81,24 +79,18 @@ def pooled_fold(engine: str) -> pd.DataFrame:
     return cal.cross_validate(rows, catalog, cal.RECIPES[engine], "model_id", 1, start)
 
 
-def summary(pred: pd.DataFrame) -> tuple[dict[str, float], pd.DataFrame]:
-    """Median |% error| per metric, and per model (n, |%|, signed TPOT %)."""
-    err = {m: (pred[f"pred_{m}"] / pred[f"meas_{m}"] - 1.0) * 100.0 for m in METRICS}
-    overall = {m: float(np.nanmedian(np.abs(e))) for m, e in err.items()}
-    frame = pred[["model_id"]].assign(**err)
-    agg: dict[str, tuple[str, object]] = {"n": ("tpot", "size")}
-    for m in METRICS:
-        agg[f"{m} |%|"] = (m, lambda x: x.abs().median())
-    agg["tpot signed"] = ("tpot", "median")
-    return overall, frame.groupby("model_id").agg(**agg).round(1)
+def overall(pred: pd.DataFrame) -> dict[str, float]:
+    """Median |% error| per metric over all of `pred`'s rows."""
+    err = {m: (pred[f"pred_{m}"] / pred[f"meas_{m}"] - 1.0) * 100.0 for m in accuracy.METRICS}
+    return {m: float(np.nanmedian(np.abs(e))) for m, e in err.items()}
 
 
 def report(label: str, pred: pd.DataFrame) -> None:
     """Print one evaluation's medians and its per-model table."""
-    overall, per_model = summary(pred)
-    cells = "; ".join(f"{m} {overall[m]:.1f}%" for m in METRICS)
+    medians = overall(pred)
+    cells = "; ".join(f"{m} {medians[m]:.1f}%" for m in accuracy.METRICS)
     print(f"\n### {label}: {cells} (n {len(pred)})\n")
-    print(per_model.to_string())
+    print(accuracy.by_group(pred, ["model_id"]).to_string())
 
 
 def main(argv: list[str] | None = None) -> int:
