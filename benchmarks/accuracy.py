@@ -24,6 +24,7 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
     python benchmarks/accuracy.py --folds "leave-one-GPU-family-out (others' rows in)"
     python benchmarks/accuracy.py --folds leave-one-source-out --engines trtllm   # one fold
     python benchmarks/accuracy.py --folds leave-one-model-out --engines trtllm --by model_id
+    python benchmarks/accuracy.py --record --folds leave-one-model-out,leave-one-GPU-out --jobs 2
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner import calibration as cal  # noqa: E402
+from planner.calibration.record import accuracy_record  # noqa: E402
 from planner.calibration.transfer import TRANSFER_MIN_MODELS  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
 
@@ -72,6 +74,7 @@ FOLDS = {  # evaluation label -> the measurement column whose groups are left ou
 DONOR_FOLDS = frozenset({"leave-one-GPU-family-out (others' rows in)"})
 FOLD_ALIASES = {"leave-one-GPU-family-out": "leave-one-GPU-family-out (strict)"}
 METRICS = ("tpot", "ttft", "throughput")
+RECORDED = ("leave-one-model-out", "leave-one-GPU-out")  # the folds a profile's record holds
 TARGETS = {"tpot": 10.0, "throughput": 12.0, "ttft": 25.0}
 
 
@@ -238,6 +241,38 @@ def in_sample(rows: pd.DataFrame, catalog) -> dict[tuple[str, str], dict]:
     return out
 
 
+def record(rows: pd.DataFrame, catalog, results: dict[tuple[str, str], dict], today: str) -> None:
+    """Write the accuracy record of every engine cross-validated in `results` into its
+    profile (`calibration.record`): constants untouched, the record replaced."""
+    used = cal.usable(rows)
+    for engine in ENGINES:
+        folds = {k: results[(engine, k)] for k in RECORDED if (engine, k) in results}
+        if not folds:
+            continue
+        profile = catalog.engines[engine]
+        fitted = used[used["engine"].isin(cal.RECIPES[engine].engines)]
+        acc = accuracy_record(profile, fitted, results[(engine, "in-sample")], folds, today)
+        path = ENGINE_DIR / f"{engine}.yaml"
+        recorded = profile.model_copy(update={"accuracy": acc})
+        cal.write_profile(recorded, path, HEADER.format(id=engine))
+        print(f"  recorded {path.relative_to(ROOT)}: {', '.join(folds)}")
+
+
+def _cv_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple:
+    """The leave-out kinds and the recipes to cross-validate, checked."""
+    folds = tuple(
+        FOLD_ALIASES.get(f.strip(), f.strip()) for f in args.folds.split(",") if f.strip()
+    )
+    if unknown := [f for f in folds if f not in FOLDS]:
+        parser.error(f"--folds: unknown {unknown}; allowed: {', '.join(FOLDS)}")
+    engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
+    if bad := [e for e in engines if e not in SERVER_RECIPES]:
+        parser.error(f"--engines: unknown {bad}; allowed: {', '.join(SERVER_RECIPES)}")
+    if args.record and not set(RECORDED) <= set(folds):
+        parser.error(f"--record needs the folds {', '.join(RECORDED)}")
+    return folds, engines
+
+
 def main(argv: list[str] | None = None) -> int:
     """Score, cross-validate, print the README tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -272,6 +307,13 @@ def main(argv: list[str] | None = None) -> int:
         "number transfers in every fold)",
     )
     parser.add_argument(
+        "--record",
+        action="store_true",
+        help="write each cross-validated engine's accuracy record (in sample, leave-one-model-"
+        "out, leave-one-GPU-out) into its profile, which estimate and solve print (needs "
+        "both folds)",
+    )
+    parser.add_argument(
         "--by",
         default="",
         help="comma-separated columns (e.g. model_id,gpu_id): each fold's held-out errors "
@@ -294,16 +336,10 @@ def main(argv: list[str] | None = None) -> int:
     print("# Performance-model accuracy on data/calibration/{measured_public,aic_silicon_public}")
     report_rows(rows)
     results = in_sample(rows, catalog)
+    if args.record and args.no_cv:
+        parser.error("--record needs the cross-validation (leave out --no-cv)")
     if not args.no_cv:
-        folds = tuple(
-            FOLD_ALIASES.get(f.strip(), f.strip()) for f in args.folds.split(",") if f.strip()
-        )
-        unknown = [f for f in folds if f not in FOLDS]
-        if unknown:
-            parser.error(f"--folds: unknown {unknown}; allowed: {', '.join(FOLDS)}")
-        engines = tuple(e.strip() for e in args.engines.split(",") if e.strip())
-        if bad := [e for e in engines if e not in SERVER_RECIPES]:
-            parser.error(f"--engines: unknown {bad}; allowed: {', '.join(SERVER_RECIPES)}")
+        folds, engines = _cv_options(args, parser)
         if DONOR_FOLDS & set(folds):
             print(
                 "\nOthers' rows in: a fold fitted on fewer than "
@@ -316,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
             if by:
                 print(f"\n### {engine}, {label}: held-out errors by {', '.join(by)}\n")
                 print(by_group(pred, by).to_string())
+    if args.record:
+        record(rows, catalog, results, dt.date.today().isoformat())
     table = summary(results).sort_values(["engine", "evaluation"], kind="stable")
     print("\n## Median / p90 absolute error per engine (TPOT, TTFT, throughput)\n")
     print(md_table(table))

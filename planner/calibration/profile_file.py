@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.schema.engine import ChunkTier, Efficiency, EngineProfile
+from planner.writing import write_text_atomic
 
 
 def _round_eff(eff: Efficiency) -> dict[str, float | int | bool]:
@@ -58,6 +59,8 @@ def profile_document(profile: EngineProfile) -> dict:
     if profile.quants:  # the checkpoint formats the engine documents loading (not fitted)
         doc["quants"] = list(profile.quants)
         doc["quants_source"] = profile.quants_source
+    if profile.accuracy is not None:  # issue #10: its measured error (accuracy.py --record)
+        doc["accuracy"] = profile.accuracy.model_dump(mode="json", exclude_none=True)
     EngineProfile.model_validate(doc)
     return doc
 
@@ -74,6 +77,4 @@ def profile_yaml(profile: EngineProfile, header: str = "") -> str:
 
 def write_profile(profile: EngineProfile, path: str | Path, header: str = "") -> Path:
     """Write an engine profile YAML (the only function here that writes a file)."""
-    path = Path(path)
-    path.write_text(profile_yaml(profile, header), encoding="utf-8")
-    return path
+    return write_text_atomic(Path(path), profile_yaml(profile, header))

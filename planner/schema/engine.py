@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -209,6 +211,39 @@ class ChunkTier(Strict):
     )
 
 
+class ErrorStat(Strict):
+    """Absolute % error of one metric over the rows of one evaluation: median, 90th
+    percentile and how many rows."""
+
+    median_pct: float = Field(ge=0)
+    p90_pct: float = Field(ge=0)
+    rows: int = Field(ge=1)
+
+
+class FoldErrors(Strict):
+    """One evaluation's errors per metric (None: no row of it measures the metric)."""
+
+    tpot: ErrorStat | None = None
+    ttft: ErrorStat | None = None
+    throughput: ErrorStat | None = None
+
+
+class ProfileAccuracy(Strict):
+    """How well the profile predicts public measurements, in and out of sample (issue #10),
+    as `benchmarks/accuracy.py --record` measured it; the digests tie the record to the
+    constants and the data it was measured with, so a refit without a new record is caught."""
+
+    as_of: str = Field(min_length=4)
+    source: str = Field(min_length=3)
+    constants_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    data_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    models: tuple[str, ...] = Field(description="catalog models of the rows it is fitted on")
+    gpus: tuple[str, ...] = Field(description="catalog GPUs of the rows it is fitted on")
+    in_sample: FoldErrors
+    leave_one_model_out: FoldErrors | None = None
+    leave_one_gpu_out: FoldErrors | None = None
+
+
 class EngineProfile(Strict):
     """A serving engine's constants per GPU family, with a default for unknown families."""
 
@@ -261,6 +296,21 @@ class EngineProfile(Strict):
     quants_source: str | None = Field(
         default=None, description="where the engine documents the formats it loads"
     )
+    accuracy: ProfileAccuracy | None = Field(
+        default=None,
+        description="its measured prediction error (None: never measured, e.g. a profile "
+        "`planner calibrate` wrote, which prints its own in-sample error)",
+    )
+
+    def constants_sha256(self) -> str:
+        """A digest of the fitted constants (default and families), which the accuracy
+        record names: another digest means the constants changed after it was measured."""
+        doc = {
+            "default": self.default.model_dump(mode="json"),
+            "families": {k: v.model_dump(mode="json") for k, v in self.families.items()},
+        }
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def runs_on(self, family: str) -> bool:
         """Whether the engine runs on GPUs of this family (TensorRT-LLM: NVIDIA only)."""
