@@ -628,6 +628,7 @@ def estimate(
     Example: planner estimate --model llama-3.3-70b --gpu h100-sxm --tp 2 --quant fp8
     --concurrency 25 --input-len 5000 --output-len 500 --engine trtllm
     """
+    from planner.planning.accuracy import expected_error
     from planner.planning.estimate import EstimateRequest, check_used
     from planner.planning.estimate import estimate_row as run
     from planner.render.json import estimate_dict, to_json
@@ -660,8 +661,10 @@ def estimate(
         moe = (prefill_ep, prefill_dp_attention, decode_ep, decode_dp_attention)
         _estimate_disaggregated(ctx, req, shape, moe)
         return
-    row = run(req, _catalog(ctx))
-    text = to_json(estimate_dict(row)) if as_json else render_estimate(row, _layout(wide))
+    catalog = _catalog(ctx)
+    row = run(req, catalog)
+    err = expected_error(catalog.engine(req.engine), req.model, req.gpu)
+    text = to_json(estimate_dict(row, err)) if as_json else render_estimate(row, _layout(wide), err)
     _echo(text, nl=not as_json)
 
 
@@ -676,9 +679,10 @@ def _estimate_disaggregated(ctx, req, shape: tuple, moe: tuple) -> None:
     """`estimate --disaggregated`: a prefill pool and a decode pool (issue #11)."""
     from dataclasses import replace
 
+    from planner.planning.accuracy import expected_error
     from planner.planning.estimate_disagg import Pools, estimate_disaggregated
     from planner.render.disagg import render_disaggregated
-    from planner.render.json import to_json
+    from planner.render.json import error_dict, to_json
 
     if req.num_prompts is not None:
         raise InputError(
@@ -688,9 +692,14 @@ def _estimate_disaggregated(ctx, req, shape: tuple, moe: tuple) -> None:
     p_tp, p_n, d_tp, d_n = shape
     pools = Pools(p_tp or req.tp, p_n, d_tp or req.tp, d_n, *moe)
     given = replace(req, batch=ctx.params.get("batch"))  # None: the engine's max_num_seqs
-    out = estimate_disaggregated(given, pools, _catalog(ctx))
+    catalog = _catalog(ctx)
+    out = estimate_disaggregated(given, pools, catalog)
+    err = expected_error(catalog.engine(req.engine), req.model, req.gpu)
     as_json = ctx.params.get("as_json")
-    text = to_json(out) if as_json else render_disaggregated(out, _layout(ctx.params["wide"]))
+    if as_json:
+        text = to_json({**out, "expected_error": None if err is None else error_dict(err)})
+    else:
+        text = render_disaggregated(out, _layout(ctx.params["wide"]), err, req.engine)
     _echo(text, nl=not as_json)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from planner.inputs.catalog import Catalog
 from planner.perf.candidates import Price, draft_forward_ms
+from planner.planning.accuracy import assumption_rows as accuracy_rows
 from planner.planning.speculation import assumption_rows
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
@@ -111,4 +112,5 @@ def assumption_table(
             rows.append(
                 ("engine", f"{engine.id}/{family}", k, v, "", engine.source, engine.as_of, False)
             )
+    rows += accuracy_rows(engine)  # issue #10: its measured error, in and out of sample
     return tuple(tuple(r) for r in rows)

@@ -33,6 +33,7 @@ from planner.perf.kv_link import KV_LINKS
 from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
 from planner.planning import disagg
+from planner.planning.accuracy import ExpectedError, expected_error, sla_notes
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
@@ -47,6 +48,7 @@ from planner.planning.resilience import (
     token_share_note,
 )
 from planner.planning.speculation import SpecRequest, spec_options, speculation_note
+from planner.schema.engine import EngineProfile
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.plan import Deployment, FleetSummary, RequestClassPlan
@@ -411,6 +413,8 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     held, held_notes = _held(problem, solution, offered, fleet, classes, options)
     notes += held_notes
     notes += _unbounded_notes(fleet, classes)
+    errors = prediction_errors(catalog.engine(scenario.engine), model.id, fleet)
+    notes += sla_notes(errors, scenario.engine, fleet.deployments, classes)
     t0 = time.perf_counter()
     single = (
         _single_gpu_best(problem, offered, rows, classes, options, solution, fleet)
@@ -437,6 +441,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         problem=problem,
         solver=options,
         failover=held,
+        prediction_errors=tuple(e for e in errors.values() if e is not None),
     )
     premium = percentile_premium(scenario, catalog, result) if comparisons else None
     if premium:
@@ -455,6 +460,13 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         result = replace(result, energy=energy_of(scenario, catalog, result))
     timings["total"] = time.perf_counter() - start
     return result
+
+
+def prediction_errors(
+    engine: EngineProfile, model_id: str, fleet: FleetSummary
+) -> dict[str, ExpectedError | None]:
+    """GPU of the fleet -> the engine profile's measured error for the model on it (#10)."""
+    return {d.gpu: expected_error(engine, model_id, d.gpu) for d in fleet.deployments}
 
 
 def _held(problem, solution, offered, fleet, classes, options):

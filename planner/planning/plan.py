@@ -16,6 +16,7 @@ from planner.money.pricing import api_bill_usd
 from planner.perf import columns
 from planner.perf.candidates import Price
 from planner.perf.table import Table, values
+from planner.planning.accuracy import ExpectedError
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K
 
@@ -284,6 +285,8 @@ class Plan:
     energy: EnergyPlan | None = None  # power, energy and CO2 per token
     # redundancy that holds (issue 12): each line's failover share, when n+k is asked
     failover: tuple = ()
+    # the engine profile's measured error for the model on each GPU of the fleet (issue #10)
+    prediction_errors: tuple[ExpectedError, ...] = ()
 
     @functools.cached_property
     def candidates(self) -> pd.DataFrame:

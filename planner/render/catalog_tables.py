@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.inputs.catalog import Catalog
+from planner.planning.accuracy import METRICS
 from planner.render.tables import Col, Layout, table, wrap
 
 
@@ -54,6 +55,13 @@ def _quant(q) -> dict:
     }
 
 
+def _medians(accuracy: dict | None, fold: str) -> str:
+    """'12.6 / 25.2 / 12.1' from an accuracy record's fold ('-' for what is not measured)."""
+    errors = (accuracy or {}).get(fold) or {}
+    cells = [f"{errors[m]['median_pct']:.1f}" if errors.get(m) else "-" for m in METRICS]
+    return "-" if not errors else " / ".join(cells)
+
+
 def catalog_records(catalog: Catalog, kind: str) -> list[dict]:
     """Plain records of one catalog section, sorted by id."""
     if kind == "gpus":
@@ -64,7 +72,13 @@ def catalog_records(catalog: Catalog, kind: str) -> list[dict]:
         return [_quant(q) for _, q in sorted(catalog.quants.items())]
     if kind == "engines":
         return [
-            {"id": e.id, "name": e.name, "families": sorted(e.families), "source": e.source}
+            {
+                "id": e.id,
+                "name": e.name,
+                "families": sorted(e.families),
+                "source": e.source,
+                "accuracy": None if e.accuracy is None else e.accuracy.model_dump(mode="json"),
+            }
             for _, e in sorted(catalog.engines.items())
         ]
     return [
@@ -150,12 +164,29 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
     if kind == "engines":
         # the GPU families with constants of their own; every other family takes the default
         rows = [
-            (r["id"], r["name"], ", ".join(r["families"]) or "none", r["source"]) for r in records
+            (
+                r["id"],
+                r["name"],
+                ", ".join(r["families"]) or "none",
+                _medians(r["accuracy"], "leave_one_model_out"),
+                _medians(r["accuracy"], "leave_one_gpu_out"),
+                r["source"],
+            )
+            for r in records
         ]
-        cols = [Col("id"), Col("name"), Col("own constants for"), Col("source", "l", 1)]
+        cols = [
+            Col("id"),
+            Col("name", "l", 2),
+            Col("own constants for"),
+            Col("new model", "r"),
+            Col("new GPU", "r"),
+            Col("source", "l", 1),
+        ]
         legend = (
             "own constants for: GPU families the profile sets apart; every other family takes "
-            "its default"
+            "its default. new model, new GPU: median absolute % error of TPOT / TTFT / "
+            "throughput on public rows of a model (a GPU) left out of the fit (its accuracy "
+            "record, benchmarks/accuracy.py --record; - not measured)"
         )
         return table(cols, rows, layout) + "\n" + wrap(legend, layout)
     rows = [

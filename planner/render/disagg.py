@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from planner.errors import plain
+from planner.planning.accuracy import ExpectedError, describe
 from planner.render.tables import Layout, money, usd, wrap
 
 
@@ -76,9 +77,17 @@ def _cost(d: dict) -> str:
     )
 
 
-def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
-    """The two pools, where the TTFT goes, TPOT, which pool binds, and the cost; each line
-    wrapped to the layout's width (100 columns unless --wide)."""
+# the profiles' records are measured on aggregated serving: the set's disaggregated rows
+# are skipped (calibration.aic), so a pool split's own error is not in them
+DISAGG_CAVEAT = "; measured on aggregated deployments only (no disaggregated row is in the fit)"
+
+
+def render_disaggregated(
+    d: dict, layout: Layout = Layout(), expected: ExpectedError | None = None, engine: str = ""
+) -> str:
+    """The two pools, where the TTFT goes, TPOT, which pool binds, the cost and the error the
+    prediction likely carries; each line wrapped to the layout's width (100 columns unless
+    --wide)."""
     text = "\n".join(
         [
             f"{d['model']} on {d['gpu']} {d['quant']} (KV {d['kv_dtype']}), disaggregated: "
@@ -97,6 +106,7 @@ def render_disaggregated(d: dict, layout: Layout = Layout()) -> str:
             f"({d['binding_pool']} binds); at {plain(d['requests_per_s'])} req/s served, "
             f"{plain(d['output_tok_s'])} output tok/s",
             _cost(d),
+            describe(expected, engine) + DISAGG_CAVEAT * (expected is not None),
         ]
     )
     return wrap(text, layout, indent="  ")

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from planner.planning.accuracy import METRICS as ERROR_METRICS
+from planner.planning.accuracy import ExpectedError
 from planner.planning.plan import EnergyPlan, PeriodPlan, Plan, SolveFact, TimePlan
 from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
@@ -114,9 +116,9 @@ TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
 }
 
 
-def estimate_dict(row: Mapping[str, Any]) -> dict:
+def estimate_dict(row: Mapping[str, Any], expected: ExpectedError | None = None) -> dict:
     """The estimate as one JSON object with a `breakdown` of the TPOT terms and a
-    `ttft_breakdown` of the TTFT's, in ms."""
+    `ttft_breakdown` of the TTFT's, in ms, and the profile's measured `expected_error`."""
     out = {k: row[k] for k in (*ESTIMATE_KEYS, *ESTIMATE_OWN_KEYS)}
     out["fits"] = bool(row["fits"])
     out["gpus"] = int(row["gpus"])
@@ -140,6 +142,25 @@ def estimate_dict(row: Mapping[str, Any]) -> dict:
     out["breakdown"] = breakdown
     out["ttft_breakdown"] = {k: row[v] for k, v in TTFT_BREAKDOWN_KEYS.items()}
     out.update(speculation_dict(row))
+    out["expected_error"] = None if expected is None else error_dict(expected)
+    return out
+
+
+def error_dict(err: ExpectedError) -> dict:
+    """The error as JSON: which evaluation, why it applies, and each metric's stats."""
+    out: dict = {
+        "engine": err.engine,
+        "model": err.model,
+        "gpu": err.gpu,
+        "evaluation": err.evaluation,
+        "model_in_fit": err.model_in_fit,
+        "gpu_in_fit": err.gpu_in_fit,
+        "as_of": err.as_of,
+        "source": err.source,
+    }
+    for metric in ERROR_METRICS:
+        stat = getattr(err, metric)
+        out[metric] = None if stat is None else stat.model_dump()
     return out
 
 
@@ -236,6 +257,7 @@ def plan_dict(plan: Plan) -> dict:
         self_hosted_monthly_usd=plan.self_hosted_monthly_usd,
         self_hosted_basis=plan.self_hosted_basis,
         notes=list(plan.notes),
+        prediction_error=[error_dict(e) for e in plan.prediction_errors],
         solves=[solve_record(f) for f in plan.solves],
         energy_wh_per_1k_output_tokens=plan.energy.wh_per_1k_output_tokens if plan.energy else None,
         energy=energy_dict(plan.energy) if plan.energy else None,

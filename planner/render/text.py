@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner.errors import plain
+from planner.planning.accuracy import ExpectedError, describe
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
 from planner.render.tables import Col, Layout, human, money, per_token_money, table, usd, wrap
@@ -41,8 +42,10 @@ def _comm_detail(row: Mapping[str, Any]) -> str:
     return detail
 
 
-def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
-    """A readable breakdown of one deployment."""
+def render_estimate(
+    row: Mapping[str, Any], layout: Layout = Layout(), expected: ExpectedError | None = None
+) -> str:
+    """A readable breakdown of one deployment, and the error its prediction likely carries."""
     head = (
         f"{row['model']} on {row['gpus_per_replica']} x {row['gpu']}{_layout_of(row)}  "
         f"{row['quant']} weights "
@@ -88,7 +91,9 @@ def render_estimate(row: Mapping[str, Any], layout: Layout = Layout()) -> str:
         [Col("TTFT term"), Col("ms", "r"), Col("detail", priority=1)], ttft_rows, layout
     )
     extra = speculation_lines(row)
-    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *extra, _cost_text(row))]
+    error = describe(expected, str(row["engine"]))
+    tail = (*extra, _cost_text(row), error)
+    prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *tail)]
     return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
 
 

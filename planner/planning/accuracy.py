@@ -1,0 +1,218 @@
+"""How far off a prediction is likely to be (issue #10): the engine profile's measured error
+for this model and GPU, and how close a plan's predictions sit to its SLAs.
+
+The figures are the profile's accuracy record (`EngineProfile.accuracy`, written by
+`benchmarks/accuracy.py --record`): median and 90th-percentile absolute % error on public
+measurements, in sample and out of sample. Which one applies depends on whether the model
+and the GPU are among the rows the profile was fitted on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors
+from planner.schema.plan import Deployment, RequestClassPlan
+
+IN_SAMPLE = "in sample"
+MODEL_OUT = "leave-one-model-out"
+GPU_OUT = "leave-one-GPU-out"
+BOTH_OUT = "leave-one-model-out and leave-one-GPU-out, the larger"
+METRICS = ("tpot", "ttft", "throughput")
+LABELS = {  # evaluation -> how the text names it
+    IN_SAMPLE: "in sample",
+    MODEL_OUT: "a model left out of its fit",
+    GPU_OUT: "a GPU left out of its fit",
+    BOTH_OUT: "the larger of a model and a GPU left out",
+}
+ASSUMPTION_COLUMNS_CATEGORY = "prediction error"
+
+
+@dataclass(frozen=True)
+class ExpectedError:
+    """The measured error of the engine's profile that applies to one model on one GPU."""
+
+    engine: str
+    model: str
+    gpu: str
+    model_in_fit: bool
+    gpu_in_fit: bool
+    evaluation: str  # IN_SAMPLE, MODEL_OUT, GPU_OUT or BOTH_OUT
+    tpot: ErrorStat | None
+    ttft: ErrorStat | None
+    throughput: ErrorStat | None
+    as_of: str
+    source: str
+
+    @property
+    def why(self) -> str:
+        """Why these figures apply, in a user's words."""
+        if self.evaluation == IN_SAMPLE:
+            return f"{self.model} and {self.gpu} are both in the rows it is fitted on"
+        if self.evaluation == MODEL_OUT:
+            return f"{self.model} is not among the models it is fitted on"
+        if self.evaluation == GPU_OUT:
+            return f"{self.gpu} is not among the GPUs it is fitted on"
+        return (
+            f"neither {self.model} nor {self.gpu} is among the rows it is fitted on; each "
+            "fold leaves only one out, so the error is likely larger"
+        )
+
+
+def _larger(a: ErrorStat | None, b: ErrorStat | None) -> ErrorStat | None:
+    """The stat with the larger median (either when the other is missing)."""
+    if a is None or b is None:
+        return a or b
+    return a if a.median_pct >= b.median_pct else b
+
+
+def _applicable(
+    model_in: bool, gpu_in: bool, lomo: FoldErrors | None, logpu: FoldErrors | None
+) -> tuple[str, dict[str, ErrorStat | None]] | None:
+    """The evaluation that answers 'this model on this GPU' and its stats (None: not measured)."""
+    if not model_in and not gpu_in and lomo is not None and logpu is not None:
+        return BOTH_OUT, {m: _larger(getattr(lomo, m), getattr(logpu, m)) for m in METRICS}
+    if not model_in:
+        return None if lomo is None else (MODEL_OUT, {m: getattr(lomo, m) for m in METRICS})
+    if not gpu_in:
+        return None if logpu is None else (GPU_OUT, {m: getattr(logpu, m) for m in METRICS})
+    return None
+
+
+def expected_error(profile: EngineProfile, model_id: str, gpu_id: str) -> ExpectedError | None:
+    """The profile's measured error for `model_id` on `gpu_id`: in sample when both are in
+    its fit, else the fold that leaves out what is missing; None without a record (or
+    without the fold it needs)."""
+    acc = profile.accuracy
+    if acc is None:
+        return None
+    model_in, gpu_in = model_id in acc.models, gpu_id in acc.gpus
+    found: tuple[str, dict[str, ErrorStat | None]] | None
+    if model_in and gpu_in:
+        found = IN_SAMPLE, {m: getattr(acc.in_sample, m) for m in METRICS}
+    else:
+        found = _applicable(model_in, gpu_in, acc.leave_one_model_out, acc.leave_one_gpu_out)
+    if found is None:
+        return None
+    evaluation, stats = found
+    return ExpectedError(
+        engine=profile.id,
+        model=model_id,
+        gpu=gpu_id,
+        model_in_fit=model_in,
+        gpu_in_fit=gpu_in,
+        evaluation=evaluation,
+        tpot=stats["tpot"],
+        ttft=stats["ttft"],
+        throughput=stats["throughput"],
+        as_of=acc.as_of,
+        source=acc.source,
+    )
+
+
+def error_text(err: ExpectedError) -> str:
+    """'TPOT 12.6% median, 31% p90; TTFT ...' for the metrics measured."""
+    parts = [
+        f"{label} {stat.median_pct:g}% median, {stat.p90_pct:g}% p90"
+        for label, stat in (("TPOT", err.tpot), ("TTFT", err.ttft), ("throughput", err.throughput))
+        if stat is not None
+    ]
+    return "; ".join(parts)
+
+
+def describe(err: ExpectedError | None, engine: str) -> str:
+    """One paragraph on the error a prediction of this engine's profile carries."""
+    if err is None:
+        return (
+            f"Prediction error: the {engine} profile has no accuracy record (a profile "
+            "`planner calibrate` wrote prints its own in-sample error)"
+        )
+    return (
+        f"Prediction error ({err.engine} profile, {LABELS[err.evaluation]}; public "
+        f"measurements, {err.as_of}): {error_text(err)}; {err.why}"
+    )
+
+
+def safe_target(sla: float, stat: ErrorStat) -> float:
+    """The prediction that keeps the measured value under `sla` at the p90 error: a value
+    predicted p90 % low is still under it."""
+    return sla / (1.0 + stat.p90_pct / 100.0)
+
+
+def _closeness(
+    label: str, predicted: float, sla: float | None, stat: ErrorStat | None, where: str, field: str
+) -> str | None:
+    """A clause when `predicted` sits closer to `sla` than the p90 error, else None."""
+    if sla is None or stat is None or not math.isfinite(predicted) or predicted <= 0:
+        return None
+    headroom = 1.0 - predicted / sla
+    if headroom * 100.0 >= stat.p90_pct:
+        return None
+    inside = "the median" if headroom * 100.0 < stat.median_pct else "the p90"
+    return (
+        f"{label} {predicted:,.1f} ms is {headroom:.0%} under the {sla:,.0f} ms SLA ({where}), "
+        f"inside {inside} error; {field} {safe_target(sla, stat):,.0f} would hold it at the p90"
+    )
+
+
+def sla_notes(
+    errors: dict[str, ExpectedError | None],
+    engine: str,
+    fleet: tuple[Deployment, ...],
+    classes: tuple[RequestClassPlan, ...],
+) -> list[str]:
+    """The plan's notes on prediction error: per GPU of the fleet, the error that applies,
+    and each line whose predicted TPOT or TTFT is closer to its SLA than the p90 error."""
+    notes = []
+    for gpu in dict.fromkeys(d.gpu for d in fleet):
+        err = errors.get(gpu)
+        lines = [d for d in fleet if d.gpu == gpu]
+        close = [] if err is None else _close_to_sla(err, lines, classes)
+        notes.append(describe(err, engine) + (". " + "; ".join(close) if close else ""))
+    return notes
+
+
+def _close_to_sla(
+    err: ExpectedError, lines: list[Deployment], classes: tuple[RequestClassPlan, ...]
+) -> list[str]:
+    """A clause for each line's TPOT or TTFT, per class, closer to its SLA than the p90."""
+    out = []
+    for d in lines:
+        for cl in classes:
+            where = f"class {cl.name} on {d.gpu}"
+            tpot = d.tpot_ms_by_class.get(cl.name, math.nan)
+            ttft = d.ttft_ms_by_class.get(cl.name, math.nan)
+            found = (
+                _closeness("TPOT", tpot, cl.tpot_ms, err.tpot, where, "tpot_ms"),
+                _closeness("TTFT", ttft, cl.ttft_ms, err.ttft, where, "ttft_ms"),
+            )
+            out += [c for c in found if c]
+    return out
+
+
+def assumption_rows(profile: EngineProfile) -> list[tuple]:
+    """The record as Assumptions rows (planning.assumptions.COLUMNS): each evaluation's median
+    and p90 absolute % error per metric."""
+    acc = profile.accuracy
+    if acc is None:
+        return []
+    rows = []
+    evaluations = (
+        (IN_SAMPLE, acc.in_sample),
+        (MODEL_OUT, acc.leave_one_model_out),
+        (GPU_OUT, acc.leave_one_gpu_out),
+    )
+    for evaluation, folds in evaluations:
+        for metric in METRICS:
+            stat = None if folds is None else getattr(folds, metric)
+            if stat is None:
+                continue
+            item = f"{profile.id}/{evaluation}"
+            for name, value in (("median", stat.median_pct), ("p90", stat.p90_pct)):
+                field = f"{metric} {name} |error| ({stat.rows} rows)"
+                rows.append(
+                    (ASSUMPTION_COLUMNS_CATEGORY, item, field, value, "%", acc.source, acc.as_of,
+                     False)
+                )  # fmt: skip
+    return rows

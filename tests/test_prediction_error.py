@@ -1,0 +1,225 @@
+"""The engine profiles' accuracy records (issue #10) and what estimate and solve say with them.
+
+The records are measured (benchmarks/accuracy.py --record); these tests hold them to the
+constants and the data they were measured with, and pin which evaluation applies to a model
+on a GPU and the SLA arithmetic to hand-computed values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from planner.calibration.profile_file import write_profile
+from planner.calibration.record import accuracy_record, data_sha256, fold_errors
+from planner.cli import cli
+from planner.planning.accuracy import (
+    BOTH_OUT,
+    GPU_OUT,
+    IN_SAMPLE,
+    MODEL_OUT,
+    expected_error,
+    safe_target,
+    sla_notes,
+)
+from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileAccuracy
+from planner.schema.plan import Deployment, RequestClassPlan
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDED = ("vllm", "sglang", "trtllm", "llamacpp")
+RERECORD = (
+    "re-measure it: python benchmarks/accuracy.py --record --folds "
+    "leave-one-model-out,leave-one-GPU-out --jobs 2"
+)
+
+
+@pytest.mark.parametrize("engine", RECORDED)
+def test_each_shipped_profile_carries_the_record_of_its_own_constants_and_data(catalog, engine):
+    profile = catalog.engine(engine)
+    acc = profile.accuracy
+    assert acc is not None, f"catalogs/engines/{engine}.yaml has no accuracy record: {RERECORD}"
+    assert acc.constants_sha256 == profile.constants_sha256(), (
+        f"catalogs/engines/{engine}.yaml was refitted after its accuracy was measured: {RERECORD}"
+    )
+    assert acc.data_sha256 == data_sha256(), f"the calibration data changed: {RERECORD}"
+    assert acc.leave_one_gpu_out is not None and acc.leave_one_gpu_out.tpot is not None
+    if engine != "llamacpp":  # llama.cpp's rows are one source: only a GPU is left out
+        assert acc.leave_one_model_out is not None and acc.leave_one_model_out.tpot is not None
+
+
+@pytest.mark.parametrize("engine", ("vllm", "sglang", "trtllm"))
+def test_server_records_hold_the_models_and_gpus_of_their_rows(catalog, engine):
+    acc = catalog.engine(engine).accuracy
+    assert acc is not None and "h100-sxm" in acc.gpus
+    assert all(m in catalog.models for m in acc.models)
+    assert all(g in catalog.gpus for g in acc.gpus)
+    assert acc.in_sample.tpot is not None and acc.in_sample.tpot.rows >= 100
+
+
+def _record(models=("m1",), gpus=("g1",)) -> ProfileAccuracy:
+    def stats(t: float, f: float) -> FoldErrors:
+        return FoldErrors(
+            tpot=ErrorStat(median_pct=t, p90_pct=2 * t, rows=10),
+            ttft=ErrorStat(median_pct=f, p90_pct=2 * f, rows=10),
+        )
+
+    return ProfileAccuracy(
+        as_of="2026-12-05",
+        source="test",
+        constants_sha256="0" * 64,
+        data_sha256="1" * 64,
+        models=models,
+        gpus=gpus,
+        in_sample=stats(5, 20),
+        leave_one_model_out=stats(12, 25),
+        leave_one_gpu_out=stats(10, 30),
+    )
+
+
+@pytest.fixture
+def profile(catalog) -> EngineProfile:
+    return catalog.engine("vllm").model_copy(update={"accuracy": _record()})
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "evaluation", "tpot", "ttft"),
+    [
+        ("m1", "g1", IN_SAMPLE, 5, 20),
+        ("m2", "g1", MODEL_OUT, 12, 25),
+        ("m1", "g2", GPU_OUT, 10, 30),
+        # neither in the fit: each metric the fold with the larger median
+        ("m2", "g2", BOTH_OUT, 12, 30),
+    ],
+)
+def test_the_evaluation_that_applies_is_the_one_that_leaves_out_what_the_fit_lacks(
+    profile, model, gpu, evaluation, tpot, ttft
+):
+    err = expected_error(profile, model, gpu)
+    assert err is not None and err.evaluation == evaluation
+    assert err.tpot is not None and err.tpot.median_pct == tpot
+    assert err.ttft is not None and err.ttft.median_pct == ttft
+    assert err.throughput is None
+    assert err.model_in_fit == (model == "m1") and err.gpu_in_fit == (gpu == "g1")
+
+
+def test_no_record_or_no_fold_means_no_figure(profile):
+    bare = profile.model_copy(update={"accuracy": None})
+    assert expected_error(bare, "m1", "g1") is None
+    no_gpu_fold = _record().model_copy(update={"leave_one_gpu_out": None})
+    partial = profile.model_copy(update={"accuracy": no_gpu_fold})
+    assert expected_error(partial, "m1", "g2") is None
+    assert expected_error(partial, "m2", "g2").evaluation == MODEL_OUT  # type: ignore[union-attr]
+
+
+def test_safe_target_keeps_a_prediction_p90_low_under_the_sla():
+    # 50 ms at a 22% p90 error: 50 / 1.22 = 40.98 ms; 40.98 x 1.22 = 50
+    stat = ErrorStat(median_pct=5.0, p90_pct=22.0, rows=10)
+    assert safe_target(50.0, stat) == pytest.approx(40.983606557)
+
+
+def _line(gpu: str, tpot: float, ttft: float) -> Deployment:
+    return Deployment(
+        gpu=gpu, tp=1, quant="fp8", kv_dtype="fp8", batch=64, replicas=1, gpus=1,
+        price_usd_per_gpu_hour=1.0, price_provider="x", cost_per_hour_usd=1.0,
+        requests_per_s=1.0, capacity_requests_per_s=1.0, load_by_class={"all": 1.0},
+        tpot_ms=tpot, ttft_ms=ttft, tpot_ms_by_class={"all": tpot},
+        ttft_ms_by_class={"all": ttft},
+    )  # fmt: skip
+
+
+def test_sla_notes_flag_a_prediction_closer_to_its_sla_than_the_p90_error(profile):
+    cls = RequestClassPlan("all", 1.0, 1024, 256, tpot_ms=50.0, ttft_ms=1000.0, statistic="p90")
+    err = expected_error(profile, "m1", "g1")  # in sample: TPOT 5% / 10%, TTFT 20% / 40%
+    # TPOT 48 ms: 4% under 50 (inside the 5% median); TTFT 700 ms: 30% under (inside the 40%
+    # p90, not the 20% median): 50 / 1.1 = 45 and 1000 / 1.4 = 714 hold them at the p90
+    (note,) = sla_notes({"g1": err}, "vllm", (_line("g1", 48.0, 700.0),), (cls,))
+    assert "in sample" in note and "TPOT 5% median, 10% p90" in note
+    assert "TPOT 48.0 ms is 4% under the 50 ms SLA (class all on g1), inside the median" in note
+    assert "tpot_ms 45 would hold it at the p90" in note
+    assert "TTFT 700.0 ms is 30% under the 1,000 ms SLA" in note and "inside the p90" in note
+    assert "ttft_ms 714 would hold it" in note
+    (far,) = sla_notes({"g1": err}, "vllm", (_line("g1", 40.0, 500.0),), (cls,))
+    assert "SLA" not in far  # 20% and 50% under: beyond the p90 error
+
+
+def test_a_record_survives_the_profile_file(tmp_path, catalog):
+    profile = catalog.engine("trtllm")
+    errs = {"tpot": (100, 8.04, 22.0), "ttft": (90, 23.0, 67.0), "throughput": (0, 0.0, 0.0)}
+    assert fold_errors(errs) == FoldErrors(
+        tpot=ErrorStat(median_pct=8.0, p90_pct=22.0, rows=100),
+        ttft=ErrorStat(median_pct=23.0, p90_pct=67.0, rows=90),
+    )
+    import pandas as pd
+
+    rows = pd.DataFrame({"model_id": ["b", "a", "a"], "gpu_id": ["h200", "h100-sxm", None]})
+    acc = accuracy_record(profile, rows, errs, {"leave-one-GPU-out": errs}, "2026-12-05")
+    assert acc.models == ("a", "b") and acc.gpus == ("h100-sxm", "h200")
+    assert acc.leave_one_model_out is None and acc.leave_one_gpu_out == acc.in_sample
+    path = write_profile(profile.model_copy(update={"accuracy": acc}), tmp_path / "t.yaml")
+    loaded = EngineProfile.model_validate(yaml.safe_load(path.read_text()))
+    assert loaded.accuracy == acc and loaded.constants_sha256() == profile.constants_sha256()
+
+
+def test_estimate_says_which_error_applies(catalog):
+    acc = catalog.engine("trtllm").accuracy
+    assert acc is not None and "llama-3.1-8b" in acc.models and "h100-sxm" in acc.gpus
+    args = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "trtllm"]
+    args += ["--quant", "fp8", "--concurrency", "8"]
+    text = CliRunner().invoke(cli, args).output
+    assert "Prediction error (trtllm profile, in sample; public measurements" in text
+    assert f"TPOT {acc.in_sample.tpot.median_pct:g}% median" in text  # type: ignore[union-attr]
+    out = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)["expected_error"]
+    assert out["evaluation"] == IN_SAMPLE and out["model_in_fit"] and out["gpu_in_fit"]
+    assert out["tpot"] == acc.in_sample.tpot.model_dump()  # type: ignore[union-attr]
+    unseen = "qwen2.5-7b"
+    assert unseen not in acc.models
+    args[2] = unseen
+    out = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)["expected_error"]
+    assert out["evaluation"] == MODEL_OUT and not out["model_in_fit"]
+    assert out["tpot"] == acc.leave_one_model_out.tpot.model_dump()  # type: ignore[union-attr]
+
+
+def test_a_plan_carries_the_error_of_each_fleet_gpu_in_its_notes_json_and_assumptions(catalog):
+    from planner import load_scenario, plan
+    from planner.render.json import plan_dict
+
+    scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
+    result = plan(scenario, cat)
+    gpus = {d.gpu for d in result.fleet.deployments}
+    assert {e.gpu for e in result.prediction_errors} == gpus
+    acc = catalog.engine(result.engine).accuracy
+    assert acc is not None
+    assert sum(n.startswith("Prediction error") for n in result.notes) == len(gpus)
+    facts = result.assumptions[result.assumptions["category"] == "prediction error"]
+    assert len(facts) == 18  # 3 evaluations x 3 metrics x (median, p90)
+    lomo = facts[facts["item"] == f"{result.engine}/leave-one-model-out"]
+    tpot = lomo[lomo["field"].str.startswith("tpot median")]["value"]
+    assert tpot.tolist() == [acc.leave_one_model_out.tpot.median_pct]  # type: ignore[union-attr]
+    out = plan_dict(result)["prediction_error"]
+    assert [e["gpu"] for e in out] == [e.gpu for e in result.prediction_errors]
+
+
+def test_a_disaggregated_estimate_says_its_error_was_measured_on_aggregated_serving():
+    args = ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4"]
+    args += ["--quant", "fp8", "--disaggregated", "--rate", "2", "--wide"]
+    text = CliRunner().invoke(cli, args).output
+    assert "Prediction error (vllm profile, in sample" in text
+    assert "measured on aggregated deployments only" in text
+    out = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    assert out["expected_error"]["evaluation"] == IN_SAMPLE
+
+
+def test_the_engine_catalog_lists_each_profiles_out_of_sample_medians(catalog):
+    acc = catalog.engine("trtllm").accuracy
+    assert acc is not None and acc.leave_one_model_out is not None
+    lomo = acc.leave_one_model_out
+    cells = [lomo.tpot, lomo.ttft, lomo.throughput]
+    want = " / ".join(f"{c.median_pct:.1f}" for c in cells if c is not None)
+    text = CliRunner().invoke(cli, ["catalog", "engines"]).output
+    assert want in next(line for line in text.splitlines() if line.startswith("trtllm"))
+    records = json.loads(CliRunner().invoke(cli, ["catalog", "engines", "--json"]).output)
+    (trt,) = [r for r in records["engines"] if r["id"] == "trtllm"]
+    assert trt["accuracy"]["leave_one_model_out"]["tpot"]["median_pct"] == lomo.tpot.median_pct  # type: ignore[union-attr]
