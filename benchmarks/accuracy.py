@@ -24,7 +24,8 @@ Reads data/calibration/measured_public.csv and data/calibration/aic_silicon_publ
     python benchmarks/accuracy.py --folds "leave-one-GPU-family-out (others' rows in)"
     python benchmarks/accuracy.py --folds leave-one-source-out --engines trtllm   # one fold
     python benchmarks/accuracy.py --folds leave-one-model-out --engines trtllm --by model_id
-    python benchmarks/accuracy.py --record --folds leave-one-model-out,leave-one-GPU-out --jobs 2
+    python benchmarks/accuracy.py --record --jobs 2 \
+        --folds leave-one-model-out,leave-one-GPU-out,leave-one-GPU-family-out
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from planner import calibration as cal  # noqa: E402
+from planner.calibration import record as cal_record  # noqa: E402
 from planner.calibration.record import accuracy_record  # noqa: E402
 from planner.calibration.transfer import TRANSFER_MIN_MODELS  # noqa: E402
 from planner.inputs.catalog import load_catalog  # noqa: E402
@@ -74,7 +76,7 @@ FOLDS = {  # evaluation label -> the measurement column whose groups are left ou
 DONOR_FOLDS = frozenset({"leave-one-GPU-family-out (others' rows in)"})
 FOLD_ALIASES = {"leave-one-GPU-family-out": "leave-one-GPU-family-out (strict)"}
 METRICS = ("tpot", "ttft", "throughput")
-RECORDED = ("leave-one-model-out", "leave-one-GPU-out")  # the folds a profile's record holds
+RECORDED = cal_record.RECORDED_FOLDS  # the folds a profile's record holds
 TARGETS = {"tpot": 10.0, "throughput": 12.0, "ttft": 25.0}
 
 
@@ -310,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         "--record",
         action="store_true",
         help="write each cross-validated engine's accuracy record (in sample, leave-one-model-"
-        "out, leave-one-GPU-out) into its profile, which estimate and solve print (needs "
-        "both folds)",
+        "out, leave-one-GPU-out, leave-one-GPU-family-out strict) into its profile, which "
+        "estimate and solve print (needs those folds)",
     )
     parser.add_argument(
         "--by",

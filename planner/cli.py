@@ -663,7 +663,7 @@ def estimate(
         return
     catalog = _catalog(ctx)
     row = run(req, catalog)
-    err = expected_error(catalog.engine(req.engine), req.model, req.gpu)
+    err = expected_error(catalog.engine(req.engine), req.model, req.gpu, catalog)
     text = to_json(estimate_dict(row, err)) if as_json else render_estimate(row, _layout(wide), err)
     _echo(text, nl=not as_json)
 
@@ -694,7 +694,7 @@ def _estimate_disaggregated(ctx, req, shape: tuple, moe: tuple) -> None:
     given = replace(req, batch=ctx.params.get("batch"))  # None: the engine's max_num_seqs
     catalog = _catalog(ctx)
     out = estimate_disaggregated(given, pools, catalog)
-    err = expected_error(catalog.engine(req.engine), req.model, req.gpu)
+    err = expected_error(catalog.engine(req.engine), req.model, req.gpu, catalog)
     as_json = ctx.params.get("as_json")
     if as_json:
         text = to_json({**out, "expected_error": None if err is None else error_dict(err)})

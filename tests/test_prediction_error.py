@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from planner.calibration.profile_file import write_profile
 from planner.calibration.record import accuracy_record, data_sha256, fold_errors
 from planner.cli import cli
+from planner.inputs.catalog import load_catalog
 from planner.planning.accuracy import (
-    BOTH_OUT,
+    FAMILY_OUT,
     GPU_OUT,
     IN_SAMPLE,
     MODEL_OUT,
@@ -31,8 +32,8 @@ from planner.schema.plan import Deployment, RequestClassPlan
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ("vllm", "sglang", "trtllm", "llamacpp")
 RERECORD = (
-    "re-measure it: python benchmarks/accuracy.py --record --folds "
-    "leave-one-model-out,leave-one-GPU-out --jobs 2"
+    "re-measure it: python benchmarks/accuracy.py --record --jobs 2 --folds "
+    "leave-one-model-out,leave-one-GPU-out,leave-one-GPU-family-out"
 )
 
 
@@ -48,6 +49,7 @@ def test_each_shipped_profile_carries_the_record_of_its_own_constants_and_data(c
     assert acc.leave_one_gpu_out is not None and acc.leave_one_gpu_out.tpot is not None
     if engine != "llamacpp":  # llama.cpp's rows are one source: only a GPU is left out
         assert acc.leave_one_model_out is not None and acc.leave_one_model_out.tpot is not None
+        assert acc.leave_one_family_out is not None and acc.leave_one_family_out.tpot is not None
 
 
 @pytest.mark.parametrize("engine", ("vllm", "sglang", "trtllm"))
@@ -59,24 +61,29 @@ def test_server_records_hold_the_models_and_gpus_of_their_rows(catalog, engine):
     assert acc.in_sample.tpot is not None and acc.in_sample.tpot.rows >= 100
 
 
-def _record(models=("m1",), gpus=("g1",)) -> ProfileAccuracy:
-    def stats(t: float, f: float) -> FoldErrors:
-        return FoldErrors(
-            tpot=ErrorStat(median_pct=t, p90_pct=2 * t, rows=10),
-            ttft=ErrorStat(median_pct=f, p90_pct=2 * f, rows=10),
-        )
+def _stats(t: float, f: float) -> FoldErrors:
+    return FoldErrors(
+        tpot=ErrorStat(median_pct=t, p90_pct=2 * t, rows=10),
+        ttft=ErrorStat(median_pct=f, p90_pct=2 * f, rows=10),
+    )
 
+
+def _record(models=("m1",), gpus=("g1",)) -> ProfileAccuracy:
     return ProfileAccuracy(
         as_of="2026-12-05",
         source="test",
-        constants_sha256="0" * 64,
+        constants_sha256=VLLM_CONSTANTS,
         data_sha256="1" * 64,
         models=models,
         gpus=gpus,
-        in_sample=stats(5, 20),
-        leave_one_model_out=stats(12, 25),
-        leave_one_gpu_out=stats(10, 30),
+        in_sample=_stats(5, 20),
+        leave_one_model_out=_stats(12, 25),
+        leave_one_gpu_out=_stats(10, 30),
+        leave_one_family_out=_stats(20, 15),
     )
+
+
+VLLM_CONSTANTS = load_catalog().engine("vllm").constants_sha256()
 
 
 @pytest.fixture
@@ -84,14 +91,21 @@ def profile(catalog) -> EngineProfile:
     return catalog.engine("vllm").model_copy(update={"accuracy": _record()})
 
 
+def test_a_record_of_other_constants_is_not_shown(profile):
+    assert expected_error(profile, "m1", "g1") is not None
+    edited = profile.default.model_copy(update={"eta_mem": 0.5})
+    stale = profile.model_copy(update={"default": edited})
+    assert expected_error(stale, "m1", "g1") is None  # a user's edited copy, say
+
+
 @pytest.mark.parametrize(
     ("model", "gpu", "evaluation", "tpot", "ttft"),
     [
         ("m1", "g1", IN_SAMPLE, 5, 20),
         ("m2", "g1", MODEL_OUT, 12, 25),
-        ("m1", "g2", GPU_OUT, 10, 30),
-        # neither in the fit: each metric the fold with the larger median
-        ("m2", "g2", BOTH_OUT, 12, 30),
+        ("m1", "g2", GPU_OUT, 10, 30),  # no catalog: the GPU's family is not looked up
+        # neither in the fit: per metric the fold with the larger median
+        ("m2", "g2", f"{MODEL_OUT} + {GPU_OUT}", 12, 30),
     ],
 )
 def test_the_evaluation_that_applies_is_the_one_that_leaves_out_what_the_fit_lacks(
@@ -105,13 +119,36 @@ def test_the_evaluation_that_applies_is_the_one_that_leaves_out_what_the_fit_lac
     assert err.model_in_fit == (model == "m1") and err.gpu_in_fit == (gpu == "g1")
 
 
-def test_no_record_or_no_fold_means_no_figure(profile):
+@pytest.mark.parametrize(
+    ("model", "gpu", "evaluation", "tpot", "ttft"),
+    [
+        ("m1", "h200", GPU_OUT, 10, 30),  # Hopper, as the fitted H100: a GPU out
+        ("m1", "l40s", FAMILY_OUT, 20, 15),  # Ada: no GPU of its family in the fit
+        ("m2", "l40s", f"{MODEL_OUT} + {FAMILY_OUT}", 20, 25),
+    ],
+)
+def test_a_gpu_whose_family_is_not_in_the_fit_takes_the_family_fold(
+    catalog, profile, model, gpu, evaluation, tpot, ttft
+):
+    on_h100 = profile.model_copy(update={"accuracy": _record(gpus=("h100-sxm",))})
+    err = expected_error(on_h100, model, gpu, catalog)
+    assert err is not None and err.evaluation == evaluation
+    assert (err.tpot.median_pct, err.ttft.median_pct) == (tpot, ttft)  # type: ignore[union-attr]
+    assert err.family_in_fit == (gpu == "h200")
+    if gpu == "l40s":
+        assert "nor any GPU of its family" in err.why
+
+
+def test_no_record_means_no_figure_and_a_missing_fold_is_said(profile):
     bare = profile.model_copy(update={"accuracy": None})
     assert expected_error(bare, "m1", "g1") is None
     no_gpu_fold = _record().model_copy(update={"leave_one_gpu_out": None})
     partial = profile.model_copy(update={"accuracy": no_gpu_fold})
-    assert expected_error(partial, "m1", "g2") is None
-    assert expected_error(partial, "m2", "g2").evaluation == MODEL_OUT  # type: ignore[union-attr]
+    err = expected_error(partial, "m1", "g2")
+    assert err is not None and err.missing == (GPU_OUT,) and err.evaluation == IN_SAMPLE
+    assert "no leave-one-GPU-out fold, so the error is likely larger" in err.why
+    both = expected_error(partial, "m2", "g2")
+    assert both is not None and both.evaluation == MODEL_OUT and both.missing == (GPU_OUT,)
 
 
 def test_safe_target_keeps_a_prediction_p90_low_under_the_sla():
@@ -194,7 +231,7 @@ def test_a_plan_carries_the_error_of_each_fleet_gpu_in_its_notes_json_and_assump
     assert acc is not None
     assert sum(n.startswith("Prediction error") for n in result.notes) == len(gpus)
     facts = result.assumptions[result.assumptions["category"] == "prediction error"]
-    assert len(facts) == 18  # 3 evaluations x 3 metrics x (median, p90)
+    assert len(facts) == 24  # 4 evaluations x 3 metrics x (median, p90)
     lomo = facts[facts["item"] == f"{result.engine}/leave-one-model-out"]
     tpot = lomo[lomo["field"].str.startswith("tpot median")]["value"]
     assert tpot.tolist() == [acc.leave_one_model_out.tpot.median_pct]  # type: ignore[union-attr]

@@ -19,6 +19,8 @@ from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileA
 
 # metric -> (rows, median |%|, p90 |%|), as benchmarks/accuracy.py's `errors` gives them
 Errors = Mapping[str, tuple[int, float, float]]
+FAMILY_FOLD = "leave-one-GPU-family-out (strict)"
+RECORDED_FOLDS = ("leave-one-model-out", "leave-one-GPU-out", FAMILY_FOLD)
 RECORD_SOURCE = (
     "benchmarks/accuracy.py --record: {evaluations} on the public rows of "
     "data/calibration (measured_public.csv, aic_silicon_public.csv; SOURCES.md); {rows} rows "
@@ -52,10 +54,11 @@ def accuracy_record(
     today: str,
 ) -> ProfileAccuracy:
     """The record of `profile`: its in-sample errors on `fitted_rows` (the rows its recipe
-    fits), and the leave-one-model-out and leave-one-GPU-out folds given in `folds`
-    (evaluation label -> errors)."""
+    fits), and the leave-one-model-out, leave-one-GPU-out and strict leave-one-GPU-family-out
+    folds given in `folds` (evaluation label -> errors)."""
     lomo, logpu = folds.get("leave-one-model-out"), folds.get("leave-one-GPU-out")
-    names = ["in sample", *(k for k in ("leave-one-model-out", "leave-one-GPU-out") if k in folds)]
+    logfo = folds.get(FAMILY_FOLD)
+    names = ["in sample", *(k for k in RECORDED_FOLDS if k in folds)]
     return ProfileAccuracy(
         as_of=today,
         source=RECORD_SOURCE.format(evaluations=", ".join(names), rows=len(fitted_rows)),
@@ -66,4 +69,5 @@ def accuracy_record(
         in_sample=fold_errors(in_sample),
         leave_one_model_out=None if lomo is None else fold_errors(lomo),
         leave_one_gpu_out=None if logpu is None else fold_errors(logpu),
+        leave_one_family_out=None if logfo is None else fold_errors(logfo),
     )

@@ -12,33 +12,38 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors
+from planner.inputs.catalog import Catalog
+from planner.schema.engine import EngineProfile, ErrorStat, ProfileAccuracy
 from planner.schema.plan import Deployment, RequestClassPlan
 
 IN_SAMPLE = "in sample"
 MODEL_OUT = "leave-one-model-out"
 GPU_OUT = "leave-one-GPU-out"
-BOTH_OUT = "leave-one-model-out and leave-one-GPU-out, the larger"
+FAMILY_OUT = "leave-one-GPU-family-out"
 METRICS = ("tpot", "ttft", "throughput")
 LABELS = {  # evaluation -> how the text names it
     IN_SAMPLE: "in sample",
     MODEL_OUT: "a model left out of its fit",
     GPU_OUT: "a GPU left out of its fit",
-    BOTH_OUT: "the larger of a model and a GPU left out",
+    FAMILY_OUT: "a GPU family left out of its fit",
 }
-ASSUMPTION_COLUMNS_CATEGORY = "prediction error"
+ASSUMPTION_CATEGORY = "prediction error"
 
 
 @dataclass(frozen=True)
 class ExpectedError:
-    """The measured error of the engine's profile that applies to one model on one GPU."""
+    """The measured error of the engine's profile that applies to one model on one GPU: the
+    larger, per metric, of the folds that leave out what its fit lacks (in sample when it
+    lacks nothing)."""
 
     engine: str
     model: str
     gpu: str
     model_in_fit: bool
     gpu_in_fit: bool
-    evaluation: str  # IN_SAMPLE, MODEL_OUT, GPU_OUT or BOTH_OUT
+    family_in_fit: bool
+    evaluation: str  # IN_SAMPLE, or the folds used joined by " + "
+    missing: tuple[str, ...]  # folds it needs that the record lacks
     tpot: ErrorStat | None
     ttft: ErrorStat | None
     throughput: ErrorStat | None
@@ -46,18 +51,31 @@ class ExpectedError:
     source: str
 
     @property
+    def label(self) -> str:
+        """The evaluation in words: 'in sample', 'a model left out of its fit', ..."""
+        names = self.evaluation.split(" + ")
+        if len(names) == 1:
+            return LABELS[names[0]]
+        return "the larger of " + " and ".join(LABELS[n] for n in names)
+
+    @property
     def why(self) -> str:
-        """Why these figures apply, in a user's words."""
-        if self.evaluation == IN_SAMPLE:
+        """Why these figures apply, and when they are likely low, in a user's words."""
+        if self.model_in_fit and self.gpu_in_fit:
             return f"{self.model} and {self.gpu} are both in the rows it is fitted on"
-        if self.evaluation == MODEL_OUT:
-            return f"{self.model} is not among the models it is fitted on"
-        if self.evaluation == GPU_OUT:
-            return f"{self.gpu} is not among the GPUs it is fitted on"
-        return (
-            f"neither {self.model} nor {self.gpu} is among the rows it is fitted on; each "
-            "fold leaves only one out, so the error is likely larger"
-        )
+        lacks = []
+        if not self.model_in_fit:
+            lacks.append(f"{self.model} is not among the models it is fitted on")
+        if not self.gpu_in_fit:
+            family = "" if self.family_in_fit else ", nor any GPU of its family"
+            lacks.append(f"{self.gpu} is not among the GPUs it is fitted on{family}")
+        if len(lacks) > 1:
+            lacks.append("each fold leaves only one out, so the error is likely larger")
+        if self.missing:
+            lacks.append(
+                f"its record has no {' or '.join(self.missing)} fold, so the error is likely larger"
+            )
+        return "; ".join(lacks)
 
 
 def _larger(a: ErrorStat | None, b: ErrorStat | None) -> ErrorStat | None:
@@ -67,48 +85,58 @@ def _larger(a: ErrorStat | None, b: ErrorStat | None) -> ErrorStat | None:
     return a if a.median_pct >= b.median_pct else b
 
 
-def _applicable(
-    model_in: bool, gpu_in: bool, lomo: FoldErrors | None, logpu: FoldErrors | None
-) -> tuple[str, dict[str, ErrorStat | None]] | None:
-    """The evaluation that answers 'this model on this GPU' and its stats (None: not measured)."""
-    if not model_in and not gpu_in and lomo is not None and logpu is not None:
-        return BOTH_OUT, {m: _larger(getattr(lomo, m), getattr(logpu, m)) for m in METRICS}
+def _needed(acc: ProfileAccuracy, model_in: bool, gpu_in: bool, family_in: bool) -> list:
+    """(fold name, its errors or None) for each fold that leaves out what the fit lacks."""
+    needed = []
     if not model_in:
-        return None if lomo is None else (MODEL_OUT, {m: getattr(lomo, m) for m in METRICS})
-    if not gpu_in:
-        return None if logpu is None else (GPU_OUT, {m: getattr(logpu, m) for m in METRICS})
-    return None
+        needed.append((MODEL_OUT, acc.leave_one_model_out))
+    if not gpu_in and not family_in and acc.leave_one_family_out is not None:
+        needed.append((FAMILY_OUT, acc.leave_one_family_out))
+    elif not gpu_in:
+        needed.append((GPU_OUT, acc.leave_one_gpu_out))
+    return needed
 
 
-def expected_error(profile: EngineProfile, model_id: str, gpu_id: str) -> ExpectedError | None:
+def expected_error(
+    profile: EngineProfile, model_id: str, gpu_id: str, catalog: Catalog | None = None
+) -> ExpectedError | None:
     """The profile's measured error for `model_id` on `gpu_id`: in sample when both are in
-    its fit, else the fold that leaves out what is missing; None without a record (or
-    without the fold it needs)."""
+    its fit, else per metric the larger of the folds that leave out what it lacks (a whole
+    family when no GPU of `gpu_id`'s family is in it, which needs `catalog`); None without a
+    record, or with one measured on other constants than the profile's now."""
     acc = profile.accuracy
-    if acc is None:
-        return None
+    if acc is None or acc.constants_sha256 != profile.constants_sha256():
+        return None  # never measured, or measured on constants edited since
     model_in, gpu_in = model_id in acc.models, gpu_id in acc.gpus
-    found: tuple[str, dict[str, ErrorStat | None]] | None
-    if model_in and gpu_in:
-        found = IN_SAMPLE, {m: getattr(acc.in_sample, m) for m in METRICS}
-    else:
-        found = _applicable(model_in, gpu_in, acc.leave_one_model_out, acc.leave_one_gpu_out)
-    if found is None:
-        return None
-    evaluation, stats = found
+    family_in = gpu_in or catalog is None or _family_in(catalog, gpu_id, acc.gpus)
+    needed = _needed(acc, model_in, gpu_in, family_in)
+    used = [(name, fold) for name, fold in needed if fold is not None]
+    stats: dict[str, ErrorStat | None] = {m: getattr(acc.in_sample, m) for m in METRICS}
+    if used:
+        stats = {m: None for m in METRICS}
+        for _, fold in used:
+            stats = {m: _larger(stats[m], getattr(fold, m)) for m in METRICS}
     return ExpectedError(
         engine=profile.id,
         model=model_id,
         gpu=gpu_id,
         model_in_fit=model_in,
         gpu_in_fit=gpu_in,
-        evaluation=evaluation,
+        family_in_fit=family_in,
+        evaluation=" + ".join(name for name, _ in used) or IN_SAMPLE,
+        missing=tuple(name for name, fold in needed if fold is None),
         tpot=stats["tpot"],
         ttft=stats["ttft"],
         throughput=stats["throughput"],
         as_of=acc.as_of,
         source=acc.source,
     )
+
+
+def _family_in(catalog: Catalog, gpu_id: str, fitted: tuple[str, ...]) -> bool:
+    """Whether a GPU of `gpu_id`'s family is among the `fitted` GPUs."""
+    family = catalog.gpu(gpu_id).family
+    return any(catalog.gpus[g].family == family for g in fitted if g in catalog.gpus)
 
 
 def error_text(err: ExpectedError) -> str:
@@ -125,11 +153,12 @@ def describe(err: ExpectedError | None, engine: str) -> str:
     """One paragraph on the error a prediction of this engine's profile carries."""
     if err is None:
         return (
-            f"Prediction error: the {engine} profile has no accuracy record (a profile "
-            "`planner calibrate` wrote prints its own in-sample error)"
+            f"Prediction error: not measured for the {engine} profile's constants (a profile "
+            "`planner calibrate` wrote, or one edited after `benchmarks/accuracy.py --record`, "
+            "has no record that applies; `planner validate` measures it on your own runs)"
         )
     return (
-        f"Prediction error ({err.engine} profile, {LABELS[err.evaluation]}; public "
+        f"Prediction error ({err.engine} profile, {err.label}; public "
         f"measurements, {err.as_of}): {error_text(err)}; {err.why}"
     )
 
@@ -193,15 +222,16 @@ def _close_to_sla(
 
 def assumption_rows(profile: EngineProfile) -> list[tuple]:
     """The record as Assumptions rows (planning.assumptions.COLUMNS): each evaluation's median
-    and p90 absolute % error per metric."""
+    and p90 absolute % error per metric (none when it was measured on other constants)."""
     acc = profile.accuracy
-    if acc is None:
+    if acc is None or acc.constants_sha256 != profile.constants_sha256():
         return []
     rows = []
     evaluations = (
         (IN_SAMPLE, acc.in_sample),
         (MODEL_OUT, acc.leave_one_model_out),
         (GPU_OUT, acc.leave_one_gpu_out),
+        (FAMILY_OUT, acc.leave_one_family_out),
     )
     for evaluation, folds in evaluations:
         for metric in METRICS:
@@ -212,7 +242,6 @@ def assumption_rows(profile: EngineProfile) -> list[tuple]:
             for name, value in (("median", stat.median_pct), ("p90", stat.p90_pct)):
                 field = f"{metric} {name} |error| ({stat.rows} rows)"
                 rows.append(
-                    (ASSUMPTION_COLUMNS_CATEGORY, item, field, value, "%", acc.source, acc.as_of,
-                     False)
-                )  # fmt: skip
+                    (ASSUMPTION_CATEGORY, item, field, value, "%", acc.source, acc.as_of, False)
+                )
     return rows

@@ -48,7 +48,6 @@ from planner.planning.resilience import (
     token_share_note,
 )
 from planner.planning.speculation import SpecRequest, spec_options, speculation_note
-from planner.schema.engine import EngineProfile
 from planner.schema.hardware import Gpu
 from planner.schema.model import Model
 from planner.schema.plan import Deployment, FleetSummary, RequestClassPlan
@@ -413,7 +412,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     held, held_notes = _held(problem, solution, offered, fleet, classes, options)
     notes += held_notes
     notes += _unbounded_notes(fleet, classes)
-    errors = prediction_errors(catalog.engine(scenario.engine), model.id, fleet)
+    errors = prediction_errors(catalog, scenario.engine, model.id, fleet)
     notes += sla_notes(errors, scenario.engine, fleet.deployments, classes)
     t0 = time.perf_counter()
     single = (
@@ -463,10 +462,11 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
 
 
 def prediction_errors(
-    engine: EngineProfile, model_id: str, fleet: FleetSummary
+    catalog: Catalog, engine: str, model_id: str, fleet: FleetSummary
 ) -> dict[str, ExpectedError | None]:
     """GPU of the fleet -> the engine profile's measured error for the model on it (#10)."""
-    return {d.gpu: expected_error(engine, model_id, d.gpu) for d in fleet.deployments}
+    profile = catalog.engine(engine)
+    return {d.gpu: expected_error(profile, model_id, d.gpu, catalog) for d in fleet.deployments}
 
 
 def _held(problem, solution, offered, fleet, classes, options):

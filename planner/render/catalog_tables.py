@@ -170,6 +170,7 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
                 ", ".join(r["families"]) or "none",
                 _medians(r["accuracy"], "leave_one_model_out"),
                 _medians(r["accuracy"], "leave_one_gpu_out"),
+                _medians(r["accuracy"], "leave_one_family_out"),
                 r["source"],
             )
             for r in records
@@ -180,13 +181,14 @@ def catalog_table(kind: str, records: list[dict], layout: Layout = Layout()) -> 
             Col("own constants for"),
             Col("new model", "r"),
             Col("new GPU", "r"),
+            Col("new family", "r"),
             Col("source", "l", 1),
         ]
         legend = (
             "own constants for: GPU families the profile sets apart; every other family takes "
-            "its default. new model, new GPU: median absolute % error of TPOT / TTFT / "
-            "throughput on public rows of a model (a GPU) left out of the fit (its accuracy "
-            "record, benchmarks/accuracy.py --record; - not measured)"
+            "its default. new model, new GPU, new family: median absolute % error of TPOT / "
+            "TTFT / throughput on public rows of a model (a GPU, a GPU family) left out of the "
+            "fit (its accuracy record, benchmarks/accuracy.py --record; - not measured)"
         )
         return table(cols, rows, layout) + "\n" + wrap(legend, layout)
     rows = [

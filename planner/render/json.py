@@ -155,6 +155,8 @@ def error_dict(err: ExpectedError) -> dict:
         "evaluation": err.evaluation,
         "model_in_fit": err.model_in_fit,
         "gpu_in_fit": err.gpu_in_fit,
+        "family_in_fit": err.family_in_fit,
+        "missing_folds": list(err.missing),
         "as_of": err.as_of,
         "source": err.source,
     }

@@ -242,6 +242,9 @@ class ProfileAccuracy(Strict):
     in_sample: FoldErrors
     leave_one_model_out: FoldErrors | None = None
     leave_one_gpu_out: FoldErrors | None = None
+    leave_one_family_out: FoldErrors | None = Field(
+        default=None, description="a whole GPU family left out (strict: no engine's rows of it)"
+    )
 
 
 class EngineProfile(Strict):
