@@ -266,8 +266,9 @@ def test_capacity_says_it_leaves_pools_out(tmp_path):
     res = invoke("capacity", str(path), "--json")
     data = json.loads(res.output)
     assert data["max_requests_per_second"] == pytest.approx(3.42, abs=0.005)
-    (note,) = data["notes"]
+    note, *errors = data["notes"]
     assert note.startswith("prefill/decode pools are not sized by planner capacity")
+    assert all(e.startswith("Prediction error") for e in errors)  # one per GPU used (#10)
     assert "Note: prefill/decode pools" in invoke("capacity", str(path)).output
 
 

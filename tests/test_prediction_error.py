@@ -260,3 +260,19 @@ def test_the_engine_catalog_lists_each_profiles_out_of_sample_medians(catalog):
     records = json.loads(CliRunner().invoke(cli, ["catalog", "engines", "--json"]).output)
     (trt,) = [r for r in records["engines"] if r["id"] == "trtllm"]
     assert trt["accuracy"]["leave_one_model_out"]["tpot"]["median_pct"] == lomo.tpot.median_pct  # type: ignore[union-attr]
+
+
+def test_capacity_and_job_answers_note_the_error_for_each_gpu_they_use(catalog):
+    from planner import load_scenario
+    from planner.planning.batch_job import price_job
+    from planner.planning.capacity import fleet_capacity
+
+    scenario, cat = load_scenario(ROOT / "scenarios" / "fleet-16xh100.yaml", catalog)
+    cap = fleet_capacity(scenario, cat)
+    errs = [n for n in cap.notes if n.startswith("Prediction error")]
+    assert len(errs) == len({d.gpu for d in cap.deployments}) >= 1
+    scenario, cat = load_scenario(ROOT / "scenarios" / "batch-job.yaml", catalog)
+    job = price_job(scenario, cat)
+    errs = [n for n in job.notes if n.startswith("Prediction error")]
+    assert len(errs) == len({x.gpu for x in job.lines}) >= 1
+    assert all(any(x.gpu in n for n in errs) for x in job.lines)  # each note names its GPU

@@ -10,6 +10,7 @@ and the GPU are among the rows the profile was fitted on.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.inputs.catalog import Catalog
@@ -218,6 +219,16 @@ def _close_to_sla(
             )
             out += [c for c in found if c]
     return out
+
+
+def gpu_notes(catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str]) -> list[str]:
+    """One note per GPU (in order, once each) on the error the engine's predictions of the
+    model on it carry: for answers without per-class SLA lines to flag (capacity, jobs)."""
+    profile = catalog.engine(engine)
+    return [
+        describe(expected_error(profile, model_id, gpu, catalog), engine)
+        for gpu in dict.fromkeys(gpus)
+    ]
 
 
 def assumption_rows(profile: EngineProfile) -> list[tuple]:

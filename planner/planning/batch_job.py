@@ -23,6 +23,7 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_bill_usd, gpu_price
 from planner.perf.candidates import Price
 from planner.perf.table import Table, values
+from planner.planning.accuracy import gpu_notes
 from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
 from planner.planning.lines import chosen, key_fields, layout_fields
@@ -328,6 +329,7 @@ def _job_plan(scenario, catalog, model_id, job, offered, problem, solution, pric
     ]
     notes += engine_left_out(scenario, catalog)  # GPUs the engine does not run on
     notes += quants_left_out(scenario, catalog)  # quants it does not load
+    notes += gpu_notes(catalog, scenario.engine, model_id, (x.gpu for x in lines))  # #10
     if api and all(q.batch_cost_usd is None for q in api):
         notes.append(
             "no API batch price is listed for this model in catalogs/apis (the reference "

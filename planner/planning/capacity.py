@@ -29,6 +29,7 @@ from planner.money.pricing import gpu_price
 from planner.perf.candidates import Price
 from planner.perf.evaluate import ttft_ms_at
 from planner.perf.table import Table, values
+from planner.planning.accuracy import gpu_notes
 from planner.planning.disagg import aggregated_only, pools_left_out
 from planner.planning.estimate import check_context
 from planner.planning.lines import candidate_rows, chosen, key_fields, layout_fields
@@ -208,7 +209,9 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
     if idle:
         result = replace(result, binding=(*result.binding, *idle))
     notes = quants_left_out(scenario, catalog) + ([pools] if pools else [])
-    if notes:  # what the answer leaves out: quants the engine does not load, pools
+    # issue #10: how far off the predictions behind the capacity may be, per GPU used
+    notes += gpu_notes(catalog, scenario.engine, model.id, (d.gpu for d in result.deployments))
+    if notes:  # what the answer leaves out (quants the engine does not load, pools), and error
         result = replace(result, notes=tuple(notes))
     if rate is not None:
         result = at_rate(result, rows, rate)
