@@ -152,9 +152,11 @@ def test_no_record_means_no_figure_and_a_missing_fold_is_said(profile):
 
 
 def test_safe_target_keeps_a_prediction_p90_low_under_the_sla():
-    # 50 ms at a 22% p90 error: 50 / 1.22 = 40.98 ms; 40.98 x 1.22 = 50
+    # error = (pred - meas) / meas: a prediction 22% low is measured at pred / 0.78, so 50 ms
+    # holds for predictions up to 50 x 0.78 = 39 ms (39 / 0.78 = 50)
     stat = ErrorStat(median_pct=5.0, p90_pct=22.0, rows=10)
-    assert safe_target(50.0, stat) == pytest.approx(40.983606557)
+    assert safe_target(50.0, stat) == pytest.approx(39.0)
+    assert safe_target(50.0, stat.model_copy(update={"p90_pct": 120.0})) == 0.0
 
 
 def _line(gpu: str, tpot: float, ttft: float) -> Deployment:
@@ -171,13 +173,13 @@ def test_sla_notes_flag_a_prediction_closer_to_its_sla_than_the_p90_error(profil
     cls = RequestClassPlan("all", 1.0, 1024, 256, tpot_ms=50.0, ttft_ms=1000.0, statistic="p90")
     err = expected_error(profile, "m1", "g1")  # in sample: TPOT 5% / 10%, TTFT 20% / 40%
     # TPOT 48 ms: 4% under 50 (inside the 5% median); TTFT 700 ms: 30% under (inside the 40%
-    # p90, not the 20% median): 50 / 1.1 = 45 and 1000 / 1.4 = 714 hold them at the p90
+    # p90, not the 20% median): 50 x 0.9 = 45 and 1000 x 0.6 = 600 hold them at the p90
     (note,) = sla_notes({"g1": err}, "vllm", (_line("g1", 48.0, 700.0),), (cls,))
     assert "in sample" in note and "TPOT 5% median, 10% p90" in note
     assert "TPOT 48.0 ms is 4% under the 50 ms SLA (class all on g1), inside the median" in note
     assert "tpot_ms 45 would hold it at the p90" in note
     assert "TTFT 700.0 ms is 30% under the 1,000 ms SLA" in note and "inside the p90" in note
-    assert "ttft_ms 714 would hold it" in note
+    assert "ttft_ms 600 would hold it" in note
     (far,) = sla_notes({"g1": err}, "vllm", (_line("g1", 40.0, 500.0),), (cls,))
     assert "SLA" not in far  # 20% and 50% under: beyond the p90 error
 

@@ -165,9 +165,11 @@ def describe(err: ExpectedError | None, engine: str) -> str:
 
 
 def safe_target(sla: float, stat: ErrorStat) -> float:
-    """The prediction that keeps the measured value under `sla` at the p90 error: a value
-    predicted p90 % low is still under it."""
-    return sla / (1.0 + stat.p90_pct / 100.0)
+    """The largest prediction whose measured value stays under `sla` at the p90 error. The
+    error is (predicted - measured) / measured, so a prediction p90 low is measured at
+    predicted / (1 - p90): it stays under `sla` when predicted <= sla x (1 - p90). Zero when
+    the p90 is 100% or more (no prediction bounds it)."""
+    return max(sla * (1.0 - stat.p90_pct / 100.0), 0.0)
 
 
 def _closeness(
@@ -180,10 +182,11 @@ def _closeness(
     if headroom * 100.0 >= stat.p90_pct:
         return None
     inside = "the median" if headroom * 100.0 < stat.median_pct else "the p90"
-    return (
-        f"{label} {predicted:,.1f} ms is {headroom:.0%} under the {sla:,.0f} ms SLA ({where}), "
-        f"inside {inside} error; {field} {safe_target(sla, stat):,.0f} would hold it at the p90"
-    )
+    text = f"{label} {predicted:,.1f} ms is {headroom:.0%} under the {sla:,.0f} ms SLA ({where})"
+    target = safe_target(sla, stat)
+    if target <= 0:
+        return f"{text}, inside {inside} error (a p90 of {stat.p90_pct:g}%: no SLA holds it)"
+    return f"{text}, inside {inside} error; {field} {target:,.0f} would hold it at the p90"
 
 
 def sla_notes(
