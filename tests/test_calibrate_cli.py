@@ -214,6 +214,7 @@ def test_calibrate_to_stdout_writes_no_file(synthetic, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     doc = yaml.safe_load(res.stdout)
     assert EngineProfile.model_validate(doc).id == "mine"
+    assert "accuracy" not in doc  # the base's record measured the shipped constants (#10)
     assert "before median" in res.stderr and list(tmp_path.iterdir()) == []
 
 

@@ -239,6 +239,7 @@ def calibrate(
             "notes": notes,
             "as_of": as_of or "unknown",
             "families": {},
+            "accuracy": None,  # the base's record measured other constants (issue #10)
         }
     )
     return result
