@@ -14,14 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.inputs.catalog import Catalog
-from planner.schema.engine import EngineProfile, ErrorStat, ProfileAccuracy
+from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileAccuracy
 from planner.schema.plan import Deployment, RequestClassPlan
 
 IN_SAMPLE = "in sample"
 MODEL_OUT = "leave-one-model-out"
 GPU_OUT = "leave-one-GPU-out"
 FAMILY_OUT = "leave-one-GPU-family-out"
-METRICS = ("tpot", "ttft", "throughput")
+METRICS = tuple(FoldErrors.model_fields)  # tpot, ttft, throughput
 LABELS = {  # evaluation -> how the text names it
     IN_SAMPLE: "in sample",
     MODEL_OUT: "a model left out of its fit",
@@ -88,14 +88,11 @@ def _larger(a: ErrorStat | None, b: ErrorStat | None) -> ErrorStat | None:
 
 def _needed(acc: ProfileAccuracy, model_in: bool, gpu_in: bool, family_in: bool) -> list:
     """(fold name, its errors or None) for each fold that leaves out what the fit lacks."""
-    needed = []
-    if not model_in:
-        needed.append((MODEL_OUT, acc.leave_one_model_out))
-    if not gpu_in and not family_in and acc.leave_one_family_out is not None:
-        needed.append((FAMILY_OUT, acc.leave_one_family_out))
-    elif not gpu_in:
-        needed.append((GPU_OUT, acc.leave_one_gpu_out))
-    return needed
+    folds = acc.evaluations()
+    names = [MODEL_OUT] if not model_in else []
+    if not gpu_in:
+        names.append(FAMILY_OUT if not family_in and folds[FAMILY_OUT] is not None else GPU_OUT)
+    return [(name, folds[name]) for name in names]
 
 
 def expected_error(
@@ -224,14 +221,20 @@ def _close_to_sla(
     return out
 
 
+def prediction_errors(
+    catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str]
+) -> dict[str, ExpectedError | None]:
+    """Each GPU (in order, once each) -> the engine profile's measured error for the model on
+    it."""
+    profile = catalog.engine(engine)
+    return {gpu: expected_error(profile, model_id, gpu, catalog) for gpu in dict.fromkeys(gpus)}
+
+
 def gpu_notes(catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str]) -> list[str]:
     """One note per GPU (in order, once each) on the error the engine's predictions of the
     model on it carry: for answers without per-class SLA lines to flag (capacity, jobs)."""
-    profile = catalog.engine(engine)
-    return [
-        describe(expected_error(profile, model_id, gpu, catalog), engine)
-        for gpu in dict.fromkeys(gpus)
-    ]
+    errors = prediction_errors(catalog, engine, model_id, gpus)
+    return [describe(err, engine) for err in errors.values()]
 
 
 def assumption_rows(profile: EngineProfile) -> list[tuple]:
@@ -241,13 +244,7 @@ def assumption_rows(profile: EngineProfile) -> list[tuple]:
     if acc is None or acc.constants_sha256 != profile.constants_sha256():
         return []
     rows = []
-    evaluations = (
-        (IN_SAMPLE, acc.in_sample),
-        (MODEL_OUT, acc.leave_one_model_out),
-        (GPU_OUT, acc.leave_one_gpu_out),
-        (FAMILY_OUT, acc.leave_one_family_out),
-    )
-    for evaluation, folds in evaluations:
+    for evaluation, folds in acc.evaluations().items():
         for metric in METRICS:
             stat = None if folds is None else getattr(folds, metric)
             if stat is None:

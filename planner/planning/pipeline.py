@@ -33,7 +33,7 @@ from planner.perf.kv_link import KV_LINKS
 from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
 from planner.planning import disagg
-from planner.planning.accuracy import ExpectedError, expected_error, sla_notes
+from planner.planning.accuracy import prediction_errors, sla_notes
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
@@ -412,7 +412,9 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     held, held_notes = _held(problem, solution, offered, fleet, classes, options)
     notes += held_notes
     notes += _unbounded_notes(fleet, classes)
-    errors = prediction_errors(catalog, scenario.engine, model.id, fleet)
+    errors = prediction_errors(
+        catalog, scenario.engine, model.id, (d.gpu for d in fleet.deployments)
+    )
     notes += sla_notes(errors, scenario.engine, fleet.deployments, classes)
     t0 = time.perf_counter()
     single = (
@@ -459,14 +461,6 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         result = replace(result, energy=energy_of(scenario, catalog, result))
     timings["total"] = time.perf_counter() - start
     return result
-
-
-def prediction_errors(
-    catalog: Catalog, engine: str, model_id: str, fleet: FleetSummary
-) -> dict[str, ExpectedError | None]:
-    """GPU of the fleet -> the engine profile's measured error for the model on it (#10)."""
-    profile = catalog.engine(engine)
-    return {d.gpu: expected_error(profile, model_id, d.gpu, catalog) for d in fleet.deployments}
 
 
 def _held(problem, solution, offered, fleet, classes, options):

@@ -22,7 +22,7 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
-from planner.planning.accuracy import sla_notes
+from planner.planning.accuracy import prediction_errors, sla_notes
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.pipeline import (
@@ -32,7 +32,6 @@ from planner.planning.pipeline import (
     balanced,
     engine_left_out,
     evaluate_classes,
-    prediction_errors,
     quants_left_out,
     request_classes,
 )
@@ -224,7 +223,9 @@ def _section(
         ]
         held = failovers(s.alone, sol.replicas, keys, options)
         notes += failover_notes(s.alone, sol.replicas, held, options)
-    errors = prediction_errors(catalog, s.scenario.engine, s.model.id, fleet)
+    errors = prediction_errors(
+        catalog, s.scenario.engine, s.model.id, (d.gpu for d in fleet.deployments)
+    )
     notes += sla_notes(errors, s.scenario.engine, fleet.deployments, s.classes)  # issue #10
     gpus = allowed_gpus(s.scenario, catalog)
     section = Plan(

@@ -106,7 +106,7 @@ def render_disaggregated(
             f"({d['binding_pool']} binds); at {plain(d['requests_per_s'])} req/s served, "
             f"{plain(d['output_tok_s'])} output tok/s",
             _cost(d),
-            describe(expected, engine) + DISAGG_CAVEAT * (expected is not None),
+            describe(expected, engine) + (DISAGG_CAVEAT if expected is not None else ""),
         ]
     )
     return wrap(text, layout, indent="  ")

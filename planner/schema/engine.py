@@ -246,6 +246,15 @@ class ProfileAccuracy(Strict):
         default=None, description="a whole GPU family left out (strict: no engine's rows of it)"
     )
 
+    def evaluations(self) -> dict[str, FoldErrors | None]:
+        """Each evaluation by the name the folds go by (None: not measured)."""
+        return {
+            "in sample": self.in_sample,
+            "leave-one-model-out": self.leave_one_model_out,
+            "leave-one-GPU-out": self.leave_one_gpu_out,
+            "leave-one-GPU-family-out": self.leave_one_family_out,
+        }
+
 
 class EngineProfile(Strict):
     """A serving engine's constants per GPU family, with a default for unknown families."""
