@@ -136,12 +136,17 @@ def refit_and_write(
         )
 
 
-def errors(pred: pd.DataFrame) -> dict[str, tuple[int, float, float]]:
-    """metric -> (n, median abs %, p90 abs %)."""
+def errors(pred: pd.DataFrame) -> dict[str, tuple[int, float, float, float]]:
+    """metric -> (n, median abs %, p90 abs %, p90 optimism %: the unsafe-side margin)."""
     table = cal.error_table(pred)
     part = table[table["by"] == "all"].set_index("metric")
     return {
-        m: (int(r["n"]), float(r["median_abs_pct"]), float(r["p90_abs_pct"]))
+        m: (
+            int(r["n"]),
+            float(r["median_abs_pct"]),
+            float(r["p90_abs_pct"]),
+            float(r["p90_optimism_pct"]),
+        )
         for m, r in part.iterrows()
     }
 
@@ -208,7 +213,7 @@ def summary(results: dict[tuple[str, str], dict]) -> pd.DataFrame:
     for (engine, label), errs in results.items():
         row = {"engine": engine, "evaluation": label}
         for m in METRICS:
-            n, med, p90 = errs.get(m, (0, float("nan"), float("nan")))
+            n, med, p90, _ = errs.get(m, (0, float("nan"), float("nan"), float("nan")))
             row[m] = f"{pct(med)} / {pct(p90)} (n {n})" if n else "-"
         out.append(row)
     return pd.DataFrame(out)

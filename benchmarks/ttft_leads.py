@@ -84,7 +84,7 @@ def main(argv: list[str]) -> int:
     profiles[engine] = prof
     used = cal.usable(rows)
     pred = cal.predict(used[used["engine"] == engine], catalog, profiles)
-    for metric, (n, med, p90) in sorted(accuracy.errors(pred).items()):
+    for metric, (n, med, p90, _) in sorted(accuracy.errors(pred).items()):
         print(f"  {metric}: median {med:.1f}% p90 {p90:.1f}% (n {n})")
     return 0
 

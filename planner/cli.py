@@ -169,6 +169,14 @@ def _catalog(ctx: click.Context):
     help="MIP backend (default: the scenario's, else highs).",
 )
 @click.option("--time-limit", type=float, default=None, help="Solver time limit in seconds.")
+@click.option(
+    "--prediction-margin",
+    type=click.Choice(["none", "p90"]),
+    default=None,
+    help="Plan to the engine profile's measured error: p90 takes each GPU's TPOT and TTFT "
+    "longer, and its throughput lower, by what covered 90% of its measured rows "
+    "(default: the scenario's search.prediction_margin, else none).",
+)
 @click.option("--plot", is_flag=True, help="Also write PNG charts next to the workbook.")
 @click.option(
     "--html",
@@ -180,7 +188,17 @@ def _catalog(ctx: click.Context):
 @_wide_option
 @click.pass_context
 def solve(
-    ctx, scenario, output, as_json, no_export, solver, time_limit, plot, html_path, wide
+    ctx,
+    scenario,
+    output,
+    as_json,
+    no_export,
+    solver,
+    time_limit,
+    prediction_margin,
+    plot,
+    html_path,
+    wide,
 ) -> None:
     """Plan the cheapest fleet that meets a scenario's SLAs.
 
@@ -195,10 +213,11 @@ def solve(
     if is_platform(scenario):  # multi-model platform (issue 12)
         if plot or html_path:
             raise InputError("--plot and --html are not supported yet for a platform (models:)")
-        _solve_platform(ctx, scenario, output, as_json, no_export, solver, time_limit, wide)
+        overrides = (solver, time_limit, prediction_margin)
+        _solve_platform(ctx, scenario, output, as_json, no_export, overrides, wide)
         return
     sc, catalog = load_scenario(scenario, _catalog(ctx))
-    sc = _solver_overrides(sc, solver, time_limit)
+    sc = _margin_override(_solver_overrides(sc, solver, time_limit), prediction_margin)
     result = make_plan(sc, catalog)
     analysis = None
     written, charts = None, []
@@ -328,16 +347,19 @@ def sweep(
         sys.exit(130)
 
 
-def _solve_platform(ctx, scenario, output, as_json, no_export, solver, time_limit, wide) -> None:
-    """`planner solve` of a platform file: one fleet for several models (issue 12)."""
+def _solve_platform(ctx, scenario, output, as_json, no_export, overrides, wide) -> None:
+    """`planner solve` of a platform file: one fleet for several models (issue 12);
+    `overrides`: solve's --solver, --time-limit and --prediction-margin."""
     from planner.inputs.platforms import load_platform
     from planner.planning.platform import plan_platform
     from planner.render.json import to_json
     from planner.render.platform import platform_dict, render_platform
 
     pf, catalog = load_platform(scenario, _catalog(ctx))
-    solver_section = _solver_overrides(pf, solver, time_limit)
-    result = plan_platform(solver_section, catalog)
+    solver, time_limit, margin = overrides
+    result = plan_platform(
+        _margin_override(_solver_overrides(pf, solver, time_limit), margin), catalog
+    )
     written = []
     if not no_export:
         from planner.render.xlsx.platform import write_platform_workbooks
@@ -411,6 +433,15 @@ def _with_progress(analyse, result):
         length=len(result.api_quotes), label="break-even vs APIs", file=sys.stderr
     ) as bar:
         return analyse(result, bar.update)
+
+
+def _margin_override(sc, margin):
+    """The scenario (or platform) with solve's --prediction-margin, when given (issue #10)."""
+    if margin is None:
+        return sc
+    return sc.model_copy(
+        update={"search": sc.search.model_copy(update={"prediction_margin": margin})}
+    )
 
 
 def _solver_overrides(sc, solver, time_limit):

@@ -7,8 +7,10 @@ on a GPU and the SLA arithmetic to hand-computed values."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -16,15 +18,21 @@ from click.testing import CliRunner
 from planner.calibration.profile_file import write_profile
 from planner.calibration.record import accuracy_record, data_sha256, fold_errors
 from planner.cli import cli
+from planner.errors import InputError
 from planner.inputs.catalog import load_catalog
+from planner.perf.table import Table
 from planner.planning.accuracy import (
     FAMILY_OUT,
     GPU_OUT,
     IN_SAMPLE,
     MODEL_OUT,
+    Margin,
     expected_error,
+    margin_of,
+    planning_margins,
     safe_target,
     sla_notes,
+    with_margins,
 )
 from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileAccuracy
 from planner.schema.plan import Deployment, RequestClassPlan
@@ -63,8 +71,8 @@ def test_server_records_hold_the_models_and_gpus_of_their_rows(catalog, engine):
 
 def _stats(t: float, f: float) -> FoldErrors:
     return FoldErrors(
-        tpot=ErrorStat(median_pct=t, p90_pct=2 * t, rows=10),
-        ttft=ErrorStat(median_pct=f, p90_pct=2 * f, rows=10),
+        tpot=ErrorStat(median_pct=t, p90_pct=2 * t, rows=10, margin_p90_pct=t),
+        ttft=ErrorStat(median_pct=f, p90_pct=2 * f, rows=10, margin_p90_pct=f),
     )
 
 
@@ -151,12 +159,12 @@ def test_no_record_means_no_figure_and_a_missing_fold_is_said(profile):
     assert both is not None and both.evaluation == MODEL_OUT and both.missing == (GPU_OUT,)
 
 
-def test_safe_target_keeps_a_prediction_p90_low_under_the_sla():
-    # error = (pred - meas) / meas: a prediction 22% low is measured at pred / 0.78, so 50 ms
-    # holds for predictions up to 50 x 0.78 = 39 ms (39 / 0.78 = 50)
-    stat = ErrorStat(median_pct=5.0, p90_pct=22.0, rows=10)
-    assert safe_target(50.0, stat) == pytest.approx(39.0)
-    assert safe_target(50.0, stat.model_copy(update={"p90_pct": 120.0})) == 0.0
+def test_safe_target_holds_the_sla_at_the_p90_margin():
+    # in 90% of rows a TPOT was measured at most 25% over its prediction: a 50 ms SLA holds
+    # for predictions up to 50 / 1.25 = 40 ms
+    stat = ErrorStat(median_pct=5.0, p90_pct=22.0, rows=10, margin_p90_pct=25.0)
+    assert safe_target(50.0, stat) == pytest.approx(40.0)
+    assert safe_target(50.0, stat.model_copy(update={"margin_p90_pct": 0.0})) == 50.0
 
 
 def _line(gpu: str, tpot: float, ttft: float) -> Deployment:
@@ -169,27 +177,33 @@ def _line(gpu: str, tpot: float, ttft: float) -> Deployment:
     )  # fmt: skip
 
 
-def test_sla_notes_flag_a_prediction_closer_to_its_sla_than_the_p90_error(profile):
+def test_sla_notes_flag_a_prediction_that_would_miss_its_sla_at_the_p90_margin(profile):
     cls = RequestClassPlan("all", 1.0, 1024, 256, tpot_ms=50.0, ttft_ms=1000.0, statistic="p90")
-    err = expected_error(profile, "m1", "g1")  # in sample: TPOT 5% / 10%, TTFT 20% / 40%
-    # TPOT 48 ms: 4% under 50 (inside the 5% median); TTFT 700 ms: 30% under (inside the 40%
-    # p90, not the 20% median): 50 x 0.9 = 45 and 1000 x 0.6 = 600 hold them at the p90
+    err = expected_error(profile, "m1", "g1")  # in sample: margins TPOT 5%, TTFT 20%
+    # TPOT 48 ms x 1.05 = 50.4 > 50: flagged, 50 / 1.05 = 47.62 (shown rounded down, 47.6)
+    # holds it; TTFT 700 ms x 1.2 = 840 < 1000: not flagged
     (note,) = sla_notes({"g1": err}, "vllm", (_line("g1", 48.0, 700.0),), (cls,))
     assert "in sample" in note and "TPOT 5% median, 10% p90" in note
-    assert "TPOT 48.0 ms is 4% under the 50 ms SLA (class all on g1), inside the median" in note
-    assert "tpot_ms 45 would hold it at the p90" in note
-    assert "TTFT 700.0 ms is 30% under the 1,000 ms SLA" in note and "inside the p90" in note
-    assert "ttft_ms 600 would hold it" in note
+    assert "TPOT 48.0 ms is 4% under the 50 ms SLA (class all on g1)" in note
+    assert "more than 5% over its prediction; tpot_ms 47.6 would hold it there" in note
+    assert "TTFT 700" not in note
+    (ttft,) = sla_notes({"g1": err}, "vllm", (_line("g1", 40.0, 900.0),), (cls,))
+    assert "TTFT 900.0 ms is 10% under the 1,000 ms SLA" in ttft and "ttft_ms 833.3 would" in ttft
+    assert "TPOT" not in ttft.split(". ", 1)[1]  # 40 x 1.05 = 42 < 50
     (far,) = sla_notes({"g1": err}, "vllm", (_line("g1", 40.0, 500.0),), (cls,))
-    assert "SLA" not in far  # 20% and 50% under: beyond the p90 error
+    assert "SLA" not in far  # both hold at the margin
 
 
 def test_a_record_survives_the_profile_file(tmp_path, catalog):
     profile = catalog.engine("trtllm")
-    errs = {"tpot": (100, 8.04, 22.0), "ttft": (90, 23.0, 67.0), "throughput": (0, 0.0, 0.0)}
+    errs = {
+        "tpot": (100, 8.04, 22.0, 14.96),
+        "ttft": (90, 23.0, 67.0, -3.0),  # slow even at its p90: no margin, never a negative one
+        "throughput": (0, 0.0, 0.0, 0.0),
+    }
     assert fold_errors(errs) == FoldErrors(
-        tpot=ErrorStat(median_pct=8.0, p90_pct=22.0, rows=100),
-        ttft=ErrorStat(median_pct=23.0, p90_pct=67.0, rows=90),
+        tpot=ErrorStat(median_pct=8.0, p90_pct=22.0, rows=100, margin_p90_pct=15.0),
+        ttft=ErrorStat(median_pct=23.0, p90_pct=67.0, rows=90, margin_p90_pct=0.0),
     )
     import pandas as pd
 
@@ -233,7 +247,7 @@ def test_a_plan_carries_the_error_of_each_fleet_gpu_in_its_notes_json_and_assump
     assert acc is not None
     assert sum(n.startswith("Prediction error") for n in result.notes) == len(gpus)
     facts = result.assumptions[result.assumptions["category"] == "prediction error"]
-    assert len(facts) == 24  # 4 evaluations x 3 metrics x (median, p90)
+    assert len(facts) == 36  # 4 evaluations x 3 metrics x (median, p90, p90 margin)
     lomo = facts[facts["item"] == f"{result.engine}/leave-one-model-out"]
     tpot = lomo[lomo["field"].str.startswith("tpot median")]["value"]
     assert tpot.tolist() == [acc.leave_one_model_out.tpot.median_pct]  # type: ignore[union-attr]
@@ -278,3 +292,131 @@ def test_capacity_and_job_answers_note_the_error_for_each_gpu_they_use(catalog):
     errs = [n for n in job.notes if n.startswith("Prediction error")]
     assert len(errs) == len({x.gpu for x in job.lines}) >= 1
     assert all(any(x.gpu in n for n in errs) for x in job.lines)  # each note names its GPU
+
+
+# ---- planning to the p90 margin (search.prediction_margin) --------------------------------
+def test_the_margin_is_the_records_unsafe_side_p90(profile):
+    err = expected_error(profile, "m2", "g1")  # a model out: margins TPOT 12%, TTFT 25%
+    assert err is not None
+    m = margin_of(err)
+    assert (m.tpot, m.ttft, m.throughput) == pytest.approx((1.12, 1.25, 1.0))  # no thr stat
+
+
+def test_margins_scale_each_gpus_latencies_up_and_its_rates_down(profile):
+    err = expected_error(profile, "m1", "g1")
+    assert err is not None
+    names = ["tpot_ms", "tpot_step_ms", "ttft_ms", "ttft_unloaded_ms", "ttft_scheduler_lag_ms"]
+    names += ["prefill_share_ms", "requests_per_s", "capacity_requests_per_s"]
+    names += ["throughput_tok_s", "total_tok_s", "cost_per_request_usd"]
+    names += ["cost_per_1k_output_tokens_usd", "batch"]
+    rows = Table({"gpu": np.array(["g1", "g2"]), **{n: np.array([10.0, 10.0]) for n in names}})
+    out = with_margins(rows, {"g1": Margin(err, 1.05, 1.2, 1.25)})
+    g1 = {n: float(out[n][0]) for n in names}
+    assert g1["tpot_ms"] == g1["tpot_step_ms"] == pytest.approx(10.5)
+    assert g1["ttft_ms"] == g1["ttft_unloaded_ms"] == g1["prefill_share_ms"] == pytest.approx(12)
+    assert g1["capacity_requests_per_s"] == g1["throughput_tok_s"] == pytest.approx(8.0)
+    assert g1["cost_per_1k_output_tokens_usd"] == pytest.approx(12.5)
+    assert g1["batch"] == 10.0  # not a prediction
+    assert all(float(out[n][1]) == 10.0 for n in names)  # g2 has no margin: unchanged
+    assert with_margins(rows, {}) is rows
+
+
+def test_planning_to_a_margin_needs_a_record(catalog, profile):
+    assert planning_margins(catalog, "vllm", "llama-3.1-8b", ["h100-sxm"], "none") == {}
+    bare = replace(catalog, engines={**catalog.engines, "vllm": profile.model_copy(
+        update={"accuracy": None})})  # fmt: skip
+    with pytest.raises(InputError, match="search.prediction_margin: p90 plans to the error"):
+        planning_margins(bare, "vllm", "llama-3.1-8b", ["h100-sxm"], "p90")
+    got = planning_margins(catalog, "vllm", "llama-3.1-8b", ["h100-sxm", "h200"], "p90")
+    assert set(got) == {"h100-sxm", "h200"} and all(m.tpot > 1.0 for m in got.values())
+
+
+@pytest.fixture(scope="module")
+def chatbot_both_ways(catalog):
+    """chatbot.yaml planned at the predictions and at the p90 margin."""
+    from planner import load_scenario, plan
+
+    scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
+    search = scenario.search.model_copy(update={"prediction_margin": "p90"})
+    return plan(scenario, cat), plan(scenario.model_copy(update={"search": search}), cat)
+
+
+def test_a_plan_to_the_p90_margin_costs_at_least_the_plan_to_the_predictions(chatbot_both_ways):
+    from planner.render.json import plan_dict
+
+    exact, margined = chatbot_both_ways
+    assert margined.fleet.status == exact.fleet.status == "optimal"
+    assert margined.fleet.total_cost_per_hour_usd >= exact.fleet.total_cost_per_hour_usd - 1e-9
+    assert plan_dict(exact)["prediction_margin"] == []
+    factors = plan_dict(margined)["prediction_margin"]
+    assert {f["gpu"] for f in factors} == {d.gpu for d in margined.fleet.deployments}
+    assert all(f["tpot"] > 1.0 and f["ttft"] > 1.0 for f in factors)
+    assert any("Planned to the p90 margin" in n for n in margined.notes)
+    assert not any("would hold it there" in n for n in margined.notes)  # the margin holds them
+
+
+def test_a_plan_to_the_margin_holds_its_slas_at_the_margined_predictions(chatbot_both_ways):
+    _, margined = chatbot_both_ways
+    factor = {m.error.gpu: m for m in margined.prediction_margins}
+    for d in margined.fleet.deployments:
+        for cl in margined.classes:
+            if d.load_by_class.get(cl.name, 0.0) <= 0:
+                continue
+            assert cl.tpot_ms is not None and cl.ttft_ms is not None
+            assert d.tpot_ms_by_class[cl.name] <= cl.tpot_ms + 1e-9
+            assert d.ttft_ms_by_class[cl.name] <= cl.ttft_ms + 1e-9
+            assert factor[d.gpu].tpot > 1.0  # so the raw prediction sits at least that far under
+
+
+def _at_margin(scenario):
+    return scenario.model_copy(
+        update={"search": scenario.search.model_copy(update={"prediction_margin": "p90"})}
+    )
+
+
+def test_capacity_and_a_job_at_the_margin_serve_less_or_cost_more_and_say_so(catalog):
+    from planner import load_scenario
+    from planner.planning.batch_job import price_job
+    from planner.planning.capacity import fleet_capacity
+
+    scenario, cat = load_scenario(ROOT / "scenarios" / "fleet-16xh100.yaml", catalog)
+    exact, margined = fleet_capacity(scenario, cat), fleet_capacity(_at_margin(scenario), cat)
+    assert margined.max_requests_per_second < exact.max_requests_per_second
+    assert any("Planned to the p90 margin" in n for n in margined.notes)
+    assert not any("Planned to the p90 margin" in n for n in exact.notes)
+    scenario, cat = load_scenario(ROOT / "scenarios" / "batch-job.yaml", catalog)
+    exact_job, margined_job = price_job(scenario, cat), price_job(_at_margin(scenario), cat)
+    assert margined_job.gpu_hours > exact_job.gpu_hours
+    assert margined_job.cost_usd >= exact_job.cost_usd
+    assert any("Planned to the p90 margin" in n for n in margined_job.notes)
+
+
+def test_a_platform_at_the_margin_plans_each_model_to_it(catalog):
+    from planner.inputs.platforms import load_platform
+    from planner.planning.platform import plan_platform
+
+    platform, cat = load_platform(ROOT / "scenarios" / "platforms" / "platform.yaml", catalog)
+    exact, margined = plan_platform(platform, cat), plan_platform(_at_margin(platform), cat)
+    assert margined.total_cost_per_hour_usd >= exact.total_cost_per_hour_usd - 1e-9
+    for section in margined.sections:
+        assert {m.error.gpu for m in section.prediction_margins} == {
+            d.gpu for d in section.fleet.deployments
+        }
+        assert any("Planned to the p90 margin" in n for n in section.notes)
+
+
+def test_solve_takes_the_margin_on_the_command_line_and_an_infeasible_plan_names_it(tmp_path):
+    args = ["solve", str(ROOT / "scenarios" / "chatbot.yaml"), "--no-export", "--json"]
+    out = json.loads(CliRunner().invoke(cli, [*args, "--prediction-margin", "p90"]).output)
+    assert {f["gpu"] for f in out["prediction_margin"]} == {d["gpu"] for d in out["fleet"]}
+    assert any(n.startswith("planning to the p90 prediction margin costs $") for n in out["notes"])
+    bad = CliRunner().invoke(cli, [*args, "--prediction-margin", "p95"])
+    assert bad.exit_code == 2 and "'p95' is not one of 'none', 'p90'" in bad.output
+    text = (ROOT / "scenarios" / "chatbot.yaml").read_text().replace("tpot_ms: 50", "tpot_ms: 9")
+    tight = tmp_path / "tight.yaml"
+    tight.write_text(text)
+    res = CliRunner().invoke(
+        cli, ["solve", str(tight), "--no-export", "--prediction-margin", "p90"]
+    )
+    assert res.exit_code == 1, res.output
+    assert "is at the p90 prediction margin (search.prediction_margin" in res.output

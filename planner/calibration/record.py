@@ -17,8 +17,9 @@ from planner.calibration.aic import AIC_CSV
 from planner.calibration.measurements import DEFAULT_CSV
 from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileAccuracy
 
-# metric -> (rows, median |%|, p90 |%|), as benchmarks/accuracy.py's `errors` gives them
-Errors = Mapping[str, tuple[int, float, float]]
+# metric -> (rows, median |%|, p90 |%|, p90 optimism %), as benchmarks/accuracy.py's
+# `errors` gives them (scoring.error_table's columns)
+Errors = Mapping[str, tuple[int, float, float, float]]
 FAMILY_FOLD = "leave-one-GPU-family-out (strict)"
 RECORDED_FOLDS = ("leave-one-model-out", "leave-one-GPU-out", FAMILY_FOLD)
 RECORD_SOURCE = (
@@ -39,8 +40,13 @@ def data_sha256() -> str:
 def fold_errors(errors: Errors) -> FoldErrors:
     """One evaluation's errors as the profile stores them (metrics without rows left out)."""
     stats = {
-        metric: ErrorStat(median_pct=round(med, 1), p90_pct=round(p90, 1), rows=n)
-        for metric, (n, med, p90) in errors.items()
+        metric: ErrorStat(
+            median_pct=round(med, 1),
+            p90_pct=round(p90, 1),
+            rows=n,
+            margin_p90_pct=round(max(optimism, 0.0), 1),  # a model slow at p90 needs none
+        )
+        for metric, (n, med, p90, optimism) in errors.items()
         if metric in FoldErrors.model_fields and n > 0
     }
     return FoldErrors(**stats)

@@ -10,10 +10,14 @@ and the GPU are among the rows the profile was fitted on.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
+from planner.errors import InputError
 from planner.inputs.catalog import Catalog
+from planner.perf.table import Table, mapped
 from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileAccuracy
 from planner.schema.plan import Deployment, RequestClassPlan
 
@@ -162,28 +166,29 @@ def describe(err: ExpectedError | None, engine: str) -> str:
 
 
 def safe_target(sla: float, stat: ErrorStat) -> float:
-    """The largest prediction whose measured value stays under `sla` at the p90 error. The
-    error is (predicted - measured) / measured, so a prediction p90 low is measured at
-    predicted / (1 - p90): it stays under `sla` when predicted <= sla x (1 - p90). Zero when
-    the p90 is 100% or more (no prediction bounds it)."""
-    return max(sla * (1.0 - stat.p90_pct / 100.0), 0.0)
+    """The largest prediction whose measured value stayed under `sla` in 90% of the profile's
+    measured rows: there a latency was measured at most predicted x (1 + margin_p90), so a
+    prediction holds when it is at most sla / (1 + margin_p90)."""
+    return sla / (1.0 + stat.margin_p90_pct / 100.0)
 
 
 def _closeness(
     label: str, predicted: float, sla: float | None, stat: ErrorStat | None, where: str, field: str
 ) -> str | None:
-    """A clause when `predicted` sits closer to `sla` than the p90 error, else None."""
+    """A clause when `predicted` would miss `sla` at the p90 margin, else None."""
     if sla is None or stat is None or not math.isfinite(predicted) or predicted <= 0:
         return None
-    headroom = 1.0 - predicted / sla
-    if headroom * 100.0 >= stat.p90_pct:
-        return None
-    inside = "the median" if headroom * 100.0 < stat.median_pct else "the p90"
-    text = f"{label} {predicted:,.1f} ms is {headroom:.0%} under the {sla:,.0f} ms SLA ({where})"
     target = safe_target(sla, stat)
-    if target <= 0:
-        return f"{text}, inside {inside} error (a p90 of {stat.p90_pct:g}%: no SLA holds it)"
-    return f"{text}, inside {inside} error; {field} {target:,.0f} would hold it at the p90"
+    if predicted <= target:
+        return None
+    headroom = 1.0 - predicted / sla
+    bound = f"{math.floor(target * 10.0) / 10.0:,.1f}".removesuffix(".0")  # down: it must hold
+    return (
+        f"{label} {predicted:,.1f} ms is {headroom:.0%} under the {sla:,.0f} ms SLA ({where}), "
+        f"and in 10% of the profile's measured rows the {label} was more than "
+        f"{stat.margin_p90_pct:g}% over its prediction; {field} {bound} would hold it "
+        "there (or plan with search.prediction_margin: p90)"
+    )
 
 
 def sla_notes(
@@ -191,22 +196,38 @@ def sla_notes(
     engine: str,
     fleet: tuple[Deployment, ...],
     classes: tuple[RequestClassPlan, ...],
+    margins: Mapping[str, Margin] | None = None,
 ) -> list[str]:
     """The plan's notes on prediction error: per GPU of the fleet, the error that applies,
-    and each line whose predicted TPOT or TTFT is closer to its SLA than the p90 error."""
+    and each line whose predicted TPOT or TTFT would miss its SLA at the p90 margin; or, when
+    the plan is made at the margin (`margins`), the factors it was made at."""
     notes = []
     for gpu in dict.fromkeys(d.gpu for d in fleet):
         err = errors.get(gpu)
+        if margins and gpu in margins:
+            notes.append(f"{describe(err, engine)}. {_margin_text(margins[gpu])}")
+            continue
         lines = [d for d in fleet if d.gpu == gpu]
         close = [] if err is None else _close_to_sla(err, lines, classes)
         notes.append(describe(err, engine) + (". " + "; ".join(close) if close else ""))
     return notes
 
 
+def _margin_text(margin: Margin) -> str:
+    """How one GPU's predictions were scaled to plan to the p90 margin."""
+    return (
+        f"Planned to the p90 margin (search.prediction_margin: p90): every TPOT, TTFT and "
+        f"capacity on {margin.error.gpu} is the prediction's TPOT x{margin.tpot:.2f}, TTFT "
+        f"x{margin.ttft:.2f} and throughput /{margin.throughput:.2f}, which covered 90% of the "
+        "measured rows"
+    )
+
+
 def _close_to_sla(
     err: ExpectedError, lines: list[Deployment], classes: tuple[RequestClassPlan, ...]
 ) -> list[str]:
-    """A clause for each line's TPOT or TTFT, per class, closer to its SLA than the p90."""
+    """A clause for each line's TPOT or TTFT, per class, that would miss its SLA at the p90
+    margin."""
     out = []
     for d in lines:
         for cl in classes:
@@ -230,16 +251,24 @@ def prediction_errors(
     return {gpu: expected_error(profile, model_id, gpu, catalog) for gpu in dict.fromkeys(gpus)}
 
 
-def gpu_notes(catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str]) -> list[str]:
+def gpu_notes(
+    catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str], margin: str = "none"
+) -> list[str]:
     """One note per GPU (in order, once each) on the error the engine's predictions of the
-    model on it carry: for answers without per-class SLA lines to flag (capacity, jobs)."""
+    model on it carry, and the factors they were planned at under `margin` 'p90': for
+    answers without per-class SLA lines to flag (capacity, jobs)."""
     errors = prediction_errors(catalog, engine, model_id, gpus)
-    return [describe(err, engine) for err in errors.values()]
+    margins = planning_margins(catalog, engine, model_id, errors, margin)
+    return [
+        describe(err, engine) + (f". {_margin_text(margins[gpu])}" if gpu in margins else "")
+        for gpu, err in errors.items()
+    ]
 
 
 def assumption_rows(profile: EngineProfile) -> list[tuple]:
     """The record as Assumptions rows (planning.assumptions.COLUMNS): each evaluation's median
-    and p90 absolute % error per metric (none when it was measured on other constants)."""
+    and p90 absolute % error and p90 margin per metric (none when it was measured on other
+    constants)."""
     acc = profile.accuracy
     if acc is None or acc.constants_sha256 != profile.constants_sha256():
         return []
@@ -250,9 +279,85 @@ def assumption_rows(profile: EngineProfile) -> list[tuple]:
             if stat is None:
                 continue
             item = f"{profile.id}/{evaluation}"
-            for name, value in (("median", stat.median_pct), ("p90", stat.p90_pct)):
-                field = f"{metric} {name} |error| ({stat.rows} rows)"
+            for name, value in (
+                ("median |error|", stat.median_pct),
+                ("p90 |error|", stat.p90_pct),
+                ("p90 margin", stat.margin_p90_pct),  # what prediction_margin p90 plans to
+            ):
+                field = f"{metric} {name} ({stat.rows} rows)"
                 rows.append(
                     (ASSUMPTION_CATEGORY, item, field, value, "%", acc.source, acc.as_of, False)
                 )
     return rows
+
+
+# ---- planning to the error (search.prediction_margin) -------------------------------------
+PREDICTION_MARGINS = ("none", "p90")
+# the candidate table's columns a margin scales: latencies (ms) by the TPOT or the TTFT
+# factor, rates divided by the throughput one and costs per unit of work times it
+_SCALED = {
+    "tpot": ("tpot_ms", "tpot_step_ms"),
+    "ttft": ("ttft_ms", "ttft_unloaded_ms", "ttft_scheduler_lag_ms", "prefill_share_ms"),
+}
+_RATES = ("requests_per_s", "capacity_requests_per_s", "throughput_tok_s", "total_tok_s")
+_COSTS = ("cost_per_request_usd", "cost_per_1k_output_tokens_usd")
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The factors one GPU's predictions are planned at under `prediction_margin: p90`: the
+    TPOT and the TTFT times, the throughput divided by, 1 + the record's 90th-percentile
+    margin (`ErrorStat.margin_p90_pct`; 1 where the record does not measure the metric)."""
+
+    error: ExpectedError
+    tpot: float
+    ttft: float
+    throughput: float
+
+
+def margin_of(err: ExpectedError) -> Margin:
+    """The p90 margin factors of the error that applies to one model on one GPU."""
+
+    def factor(stat: ErrorStat | None) -> float:
+        return 1.0 if stat is None else 1.0 + stat.margin_p90_pct / 100.0
+
+    return Margin(err, factor(err.tpot), factor(err.ttft), factor(err.throughput))
+
+
+def planning_margins(
+    catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str], kind: str
+) -> dict[str, Margin]:
+    """Each GPU -> the factors its predictions are planned at (none for kind 'none'); exit 2
+    when the engine's profile has no accuracy record for its constants."""
+    if kind == "none":
+        return {}
+    errors = prediction_errors(catalog, engine, model_id, gpus)
+    if any(err is None for err in errors.values()):
+        raise InputError(
+            f"search.prediction_margin: {kind} plans to the error the {engine} profile's "
+            "accuracy record measured, and it has none for its constants (a profile `planner "
+            "calibrate` wrote, or one edited since `benchmarks/accuracy.py --record`); set "
+            "search.prediction_margin: none, or tighten the SLA by hand"
+        )
+    return {gpu: margin_of(err) for gpu, err in errors.items() if err is not None}
+
+
+def with_margins(rows: Table, margins: Mapping[str, Margin]) -> Table:
+    """Evaluated candidates as planned at their GPU's margin: latencies longer, rates lower,
+    costs per request and per token higher (rows of a GPU without one unchanged)."""
+    if not margins or rows.empty:
+        return rows
+
+    def factor(metric: str) -> np.ndarray:
+        by_gpu = {gpu: getattr(m, metric) for gpu, m in margins.items()}
+        return mapped(rows, "gpu", by_gpu, missing=1.0)
+
+    scaled = {
+        name: np.asarray(rows[name], dtype=float) * factor(metric)
+        for metric, names in _SCALED.items()
+        for name in names
+    }
+    slower = factor("throughput")
+    scaled.update({name: np.asarray(rows[name], dtype=float) / slower for name in _RATES})
+    scaled.update({name: np.asarray(rows[name], dtype=float) * slower for name in _COSTS})
+    return rows.assign(**scaled)

@@ -59,18 +59,13 @@ def _model_rows(model: Model) -> list[tuple]:
 
 def _scenario_rows(scenario: Scenario) -> list[tuple]:
     src = "scenario file"
-    rows = [
-        (
-            "scenario",
-            "search",
-            "target utilisation",
-            scenario.search.target_utilization,
-            "fraction",
-            src,
-            "scenario",
-            True,
-        )
+    search = scenario.search
+    given: list[tuple] = [
+        ("scenario", "search", "target utilisation", search.target_utilization, "fraction"),
+        # issue #10: whether predictions were planned at the record's p90 margin
+        ("scenario", "search", "prediction margin", search.prediction_margin, ""),
     ]
+    rows: list[tuple] = [(*r, src, "scenario", True) for r in given]
     for name, rate, i_len, o_len, _ in scenario.workload.resolved_classes():
         rows += [
             ("scenario", name, "demand", rate, "req/s", src, "scenario", True),

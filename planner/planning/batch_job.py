@@ -329,7 +329,8 @@ def _job_plan(scenario, catalog, model_id, job, offered, problem, solution, pric
     ]
     notes += engine_left_out(scenario, catalog)  # GPUs the engine does not run on
     notes += quants_left_out(scenario, catalog)  # quants it does not load
-    notes += gpu_notes(catalog, scenario.engine, model_id, (x.gpu for x in lines))  # #10
+    gpus = (x.gpu for x in lines)
+    notes += gpu_notes(catalog, scenario.engine, model_id, gpus, scenario.search.prediction_margin)
     if api and all(q.batch_cost_usd is None for q in api):
         notes.append(
             "no API batch price is listed for this model in catalogs/apis (the reference "

@@ -210,7 +210,13 @@ def fleet_capacity(scenario: Scenario, catalog: Catalog, rate: float | None = No
         result = replace(result, binding=(*result.binding, *idle))
     notes = quants_left_out(scenario, catalog) + ([pools] if pools else [])
     # issue #10: how far off the predictions behind the capacity may be, per GPU used
-    notes += gpu_notes(catalog, scenario.engine, model.id, (d.gpu for d in result.deployments))
+    notes += gpu_notes(
+        catalog,
+        scenario.engine,
+        model.id,
+        (d.gpu for d in result.deployments),
+        scenario.search.prediction_margin,
+    )
     if notes:  # what the answer leaves out (quants the engine does not load, pools), and error
         result = replace(result, notes=tuple(notes))
     if rate is not None:

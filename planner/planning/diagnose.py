@@ -312,10 +312,21 @@ def explain_infeasible(
     try:
         _explain(scenario, model, classes, table, problem, gpus)
     except InfeasibleError as exc:
-        unpriced = _unpriced_message(scenario, gpus, prices)
-        if not unpriced:
+        extra = [_unpriced_message(scenario, gpus, prices), _margin_message(scenario)]
+        said = [e for e in extra if e]
+        if not said:
             raise
-        raise InfeasibleError(f"{exc}; {unpriced}", exc.details) from None
+        raise InfeasibleError("; ".join([str(exc), *said]), exc.details) from None
+
+
+def _margin_message(scenario: Scenario) -> str:
+    """That the figures above are at the p90 prediction margin (issue #10), or ''."""
+    if scenario.search.prediction_margin == "none":
+        return ""
+    return (
+        f"every TPOT, TTFT and capacity above is at the {scenario.search.prediction_margin} "
+        "prediction margin (search.prediction_margin; none plans to the predictions themselves)"
+    )
 
 
 def _unpriced_message(scenario: Scenario, gpus: list[Gpu], prices: dict[str, Price]) -> str:

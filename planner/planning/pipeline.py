@@ -33,7 +33,12 @@ from planner.perf.kv_link import KV_LINKS
 from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
 from planner.planning import disagg
-from planner.planning.accuracy import prediction_errors, sla_notes
+from planner.planning.accuracy import (
+    planning_margins,
+    prediction_errors,
+    sla_notes,
+    with_margins,
+)
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.layouts import search_axes
@@ -181,6 +186,9 @@ def evaluate_classes(
     engine = catalog.engine(scenario.engine)
     speculative = scenario_spec_options(scenario, catalog, model)
     axes = search_axes(scenario.search, model, gpus, quants)
+    margins = planning_margins(
+        catalog, scenario.engine, model.id, (g.id for g in gpus), scenario.search.prediction_margin
+    )
     frames = []
     for cls in classes:
         spec = GridSpec(
@@ -203,7 +211,7 @@ def evaluate_classes(
         if grid.empty:
             continue
         rows = evaluate_table(model, grid, scenario.search.target_utilization, cls.statistic)
-        frames.append(_judged(rows, cls))
+        frames.append(_judged(with_margins(rows, margins), cls))  # issue #10: p90 margin
     if not frames:
         return columns.empty_table(columns.CANDIDATE_COLUMNS)
     return columns.conform_table(Table.concat(frames), columns.CANDIDATE_COLUMNS)
@@ -415,7 +423,10 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     errors = prediction_errors(
         catalog, scenario.engine, model.id, (d.gpu for d in fleet.deployments)
     )
-    notes += sla_notes(errors, scenario.engine, fleet.deployments, classes)
+    margins = planning_margins(
+        catalog, scenario.engine, model.id, errors, scenario.search.prediction_margin
+    )
+    notes += sla_notes(errors, scenario.engine, fleet.deployments, classes, margins)
     t0 = time.perf_counter()
     single = (
         _single_gpu_best(problem, offered, rows, classes, options, solution, fleet)
@@ -443,10 +454,14 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         solver=options,
         failover=held,
         prediction_errors=tuple(e for e in errors.values() if e is not None),
+        prediction_margins=tuple(margins.values()),
     )
     premium = percentile_premium(scenario, catalog, result) if comparisons else None
     if premium:
         result = replace(result, notes=(*result.notes, premium))
+    margin = margin_premium(scenario, catalog, result) if comparisons else None
+    if margin:
+        result = replace(result, notes=(*result.notes, margin))
     spec_note = speculation_note(scenario, result)  # issue #11
     if spec_note:
         result = replace(result, notes=(*result.notes, spec_note))
@@ -529,6 +544,27 @@ def percentile_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> st
         f"bounding the {'/'.join(stats)} TTFT instead of the mean costs "
         f"${extra * HOURS_PER_MONTH:,.0f} a month (mean-TTFT plan: "
         f"${mean_cost * HOURS_PER_MONTH:,.0f} a month)"
+    )
+
+
+def margin_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | None:
+    """What planning to the p90 prediction margin costs (issue #10): the same scenario planned
+    to the predictions themselves, its fleet alone (None when no margin was asked)."""
+    if scenario.search.prediction_margin == "none" or result.fleet.status == "infeasible":
+        return None
+    search = scenario.search.model_copy(update={"prediction_margin": "none"})
+    bare = plan(scenario.model_copy(update={"search": search}), catalog, comparisons=False)
+    if bare.fleet.status != "optimal" or result.fleet.status != "optimal":
+        return (
+            "what the prediction margin costs is not priced: the solver stopped before proving "
+            "both plans optimal (raise solver.time_limit_s or solver.max_nodes)"
+        )
+    bare_cost = bare.fleet.total_cost_per_hour_usd
+    extra = result.fleet.total_cost_per_hour_usd - bare_cost
+    return (
+        f"planning to the p90 prediction margin costs ${extra * HOURS_PER_MONTH:,.0f} a month "
+        f"(the plan to the predictions: ${bare_cost * HOURS_PER_MONTH:,.0f} a month, "
+        f"{bare.fleet.total_gpus} GPUs, against {result.fleet.total_gpus})"
     )
 
 

@@ -16,7 +16,7 @@ from planner.money.pricing import api_bill_usd
 from planner.perf import columns
 from planner.perf.candidates import Price
 from planner.perf.table import Table, values
-from planner.planning.accuracy import ExpectedError
+from planner.planning.accuracy import ExpectedError, Margin
 from planner.schema.plan import ApiQuote, FleetSummary, RequestClassPlan
 from planner.units import HOURS_PER_MONTH, SECONDS_PER_HOUR, TOKENS_PER_1K
 
@@ -287,6 +287,8 @@ class Plan:
     failover: tuple = ()
     # the engine profile's measured error for the model on each GPU of the fleet (issue #10)
     prediction_errors: tuple[ExpectedError, ...] = ()
+    # the factors each fleet GPU's predictions were planned at (search.prediction_margin: p90)
+    prediction_margins: tuple[Margin, ...] = ()
 
     @functools.cached_property
     def candidates(self) -> pd.DataFrame:

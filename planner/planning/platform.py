@@ -22,7 +22,7 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
-from planner.planning.accuracy import prediction_errors, sla_notes
+from planner.planning.accuracy import planning_margins, prediction_errors, sla_notes
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.pipeline import (
@@ -226,7 +226,10 @@ def _section(
     errors = prediction_errors(
         catalog, s.scenario.engine, s.model.id, (d.gpu for d in fleet.deployments)
     )
-    notes += sla_notes(errors, s.scenario.engine, fleet.deployments, s.classes)  # issue #10
+    margins = planning_margins(
+        catalog, s.scenario.engine, s.model.id, errors, s.scenario.search.prediction_margin
+    )
+    notes += sla_notes(errors, s.scenario.engine, fleet.deployments, s.classes, margins)  # #10
     gpus = allowed_gpus(s.scenario, catalog)
     section = Plan(
         scenario_name=s.scenario.name or s.label,
@@ -247,6 +250,7 @@ def _section(
         solver=options,
         failover=held,
         prediction_errors=tuple(e for e in errors.values() if e is not None),
+        prediction_margins=tuple(margins.values()),
     )
     return replace(section, energy=energy_of(s.scenario, catalog, section))
 

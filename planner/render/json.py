@@ -260,6 +260,12 @@ def plan_dict(plan: Plan) -> dict:
         self_hosted_basis=plan.self_hosted_basis,
         notes=list(plan.notes),
         prediction_error=[error_dict(e) for e in plan.prediction_errors],
+        # issue #10: the factors each GPU's predictions were planned at (empty: at the
+        # predictions; search.prediction_margin: p90)
+        prediction_margin=[
+            {"gpu": m.error.gpu, "tpot": m.tpot, "ttft": m.ttft, "throughput": m.throughput}
+            for m in plan.prediction_margins
+        ],
         solves=[solve_record(f) for f in plan.solves],
         energy_wh_per_1k_output_tokens=plan.energy.wh_per_1k_output_tokens if plan.energy else None,
         energy=energy_dict(plan.energy) if plan.energy else None,

@@ -347,6 +347,13 @@ def _gap_text(gap: float) -> str:
     return "gap not proven for this model: see the platform's"
 
 
+def _margin_title(plan: Plan) -> str:
+    """', TPOT, TTFT and capacity at the p90 prediction margin' when planned to it (#10)."""
+    return (
+        ", TPOT, TTFT and capacity at the p90 prediction margin" if plan.prediction_margins else ""
+    )
+
+
 def render_plan(plan: Plan, layout: Layout = Layout()) -> str:
     """The terminal summary of a plan."""
     f = plan.fleet
@@ -355,7 +362,7 @@ def render_plan(plan: Plan, layout: Layout = Layout()) -> str:
         wrap(
             f"Plan for {plan.scenario_name}: {plan.model_id} on {plan.engine}, "
             f"{human(plan.total_requests_per_s)} req/s peak, utilisation target "
-            f"{plan.utilisation:.0%}  [solver: {status}]",
+            f"{plan.utilisation:.0%}{_margin_title(plan)}  [solver: {status}]",
             layout,
         ),
         "",

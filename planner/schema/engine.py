@@ -213,11 +213,20 @@ class ChunkTier(Strict):
 
 class ErrorStat(Strict):
     """Absolute % error of one metric over the rows of one evaluation: median, 90th
-    percentile and how many rows."""
+    percentile and how many rows; and the margin that covers the prediction's unsafe side in
+    90% of them (what `search.prediction_margin: p90` plans to)."""
 
     median_pct: float = Field(ge=0)
     p90_pct: float = Field(ge=0)
     rows: int = Field(ge=1)
+    margin_p90_pct: float = Field(
+        ge=0,
+        description="90th percentile of the unsafe ratio less 1, in %, floored at 0: of "
+        "measured / predicted for a latency (TPOT, TTFT: a measurement over its prediction), "
+        "of predicted / measured for throughput (a prediction over its measurement); so in 90% "
+        "of rows a latency measured at most predicted x (1 + m) and a throughput at least "
+        "predicted / (1 + m)",
+    )
 
 
 class FoldErrors(Strict):

@@ -330,6 +330,10 @@ class Search(Strict):
     pp: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
     ep: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
     dp_attention: Annotated[list[TpDegree], NoRepeats, ListCap] | None = None
+    # issue #10: plan to the engine profile's measured error: p90 takes each GPU's TPOT and
+    # TTFT longer, and its throughput lower, by the margin that covered 90% of the profile's
+    # measured rows on the unsafe side (planning.accuracy); none plans to the predictions
+    prediction_margin: Literal["none", "p90"] = "none"
 
     @model_validator(mode="after")
     def _range(self) -> Search:
