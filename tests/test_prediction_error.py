@@ -14,13 +14,16 @@ import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from planner.calibration.profile_file import write_profile
 from planner.calibration.record import accuracy_record, data_sha256, fold_errors
 from planner.cli import cli
 from planner.errors import InputError
 from planner.inputs.catalog import load_catalog
-from planner.perf.table import Table
+from planner.perf.candidates import Price
+from planner.perf.table import Table, values
 from planner.planning.accuracy import (
     FAMILY_OUT,
     GPU_OUT,
@@ -420,3 +423,36 @@ def test_solve_takes_the_margin_on_the_command_line_and_an_infeasible_plan_names
     )
     assert res.exit_code == 1, res.output
     assert "is at the p90 prediction margin (search.prediction_margin" in res.output
+
+
+@pytest.fixture(scope="module")
+def chatbot_rows(catalog):
+    """chatbot.yaml's candidates evaluated at the predictions, and its one class."""
+    from planner import load_scenario
+    from planner.planning.pipeline import evaluate_classes, request_classes
+
+    scenario, cat = load_scenario(ROOT / "scenarios" / "chatbot.yaml", catalog)
+    classes = request_classes(scenario)
+    prices = {g: Price(1.0, "test") for g in cat.gpus}
+    return evaluate_classes(scenario, cat, cat.model(scenario.model), classes, prices), classes[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(1.0, 3.0), min_size=3, max_size=3))
+def test_a_wider_margin_never_admits_a_candidate_or_adds_capacity(chatbot_rows, factors):
+    from planner.fleet.selection import sla_met
+
+    rows, cls = chatbot_rows
+    gpus = sorted(set(values(rows, "gpu").tolist()))
+    err = expected_error(load_catalog().engine("vllm"), "llama-3.1-70b", "h100-sxm")
+    assert err is not None
+    t, f, thr = factors
+    wide = {g: Margin(err, t, f, thr) for g in gpus[::2]}  # every other GPU: some left as is
+    out = with_margins(rows, wide)
+    for name in ("tpot_ms", "ttft_ms", "ttft_unloaded_ms"):
+        assert (values(out, name, float) >= values(rows, name, float) - 1e-9).all()
+    cap = values(out, "capacity_requests_per_s", float)
+    assert (cap <= values(rows, "capacity_requests_per_s", float) + 1e-9).all()
+    ok_before = sla_met(rows, cls.tpot_ms, cls.ttft_ms)
+    ok_after = sla_met(out, cls.tpot_ms, cls.ttft_ms)
+    assert not (ok_after & ~ok_before).any()  # a margin only ever removes candidates
