@@ -356,6 +356,12 @@ def test_a_plan_to_the_p90_margin_costs_at_least_the_plan_to_the_predictions(cha
     assert all(f["tpot"] > 1.0 and f["ttft"] > 1.0 for f in factors)
     assert any("Planned to the p90 margin" in n for n in margined.notes)
     assert not any("would hold it there" in n for n in margined.notes)  # the margin holds them
+    from planner.planning.report import plan_report
+    from planner.render.text import render_plan
+
+    assert plan_report(margined, None).subtitle.endswith("at the p90 prediction margin")
+    assert "at the p90 prediction margin" not in plan_report(exact, None).subtitle
+    assert "capacity at the p90 prediction margin" in render_plan(margined).replace("\n", " ")
 
 
 def test_a_plan_to_the_margin_holds_its_slas_at_the_margined_predictions(chatbot_both_ways):

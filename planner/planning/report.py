@@ -111,7 +111,8 @@ def plan_report(result: Plan, analysis: BuildVsBuy | None = None) -> Report:
             notes.append("no API offering of this model to break even with")
     return Report(
         title=f"{result.scenario_name}: plan",
-        subtitle=f"{result.model_id} on {result.engine}",
+        subtitle=f"{result.model_id} on {result.engine}"
+        + (", at the p90 prediction margin" if result.prediction_margins else ""),  # #10
         facts=tuple(facts),
         charts=tuple(charts),
         tables=(fleet_table(result),),
