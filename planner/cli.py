@@ -151,6 +151,17 @@ def _catalog(ctx: click.Context):
     return load_catalog(ctx.obj.get("catalog_dir"))
 
 
+# issue #10: plan to the engine profile's measured error (solve, capacity, job)
+_margin_option = click.option(
+    "--prediction-margin",
+    type=click.Choice(["none", "p90"]),
+    default=None,
+    help="Plan to the engine profile's measured error: p90 takes each GPU's TPOT and TTFT "
+    "longer, and its throughput lower, by what covered 90% of its measured rows "
+    "(default: the scenario's search.prediction_margin, else none).",
+)
+
+
 @cli.command()
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option(
@@ -169,14 +180,7 @@ def _catalog(ctx: click.Context):
     help="MIP backend (default: the scenario's, else highs).",
 )
 @click.option("--time-limit", type=float, default=None, help="Solver time limit in seconds.")
-@click.option(
-    "--prediction-margin",
-    type=click.Choice(["none", "p90"]),
-    default=None,
-    help="Plan to the engine profile's measured error: p90 takes each GPU's TPOT and TTFT "
-    "longer, and its throughput lower, by what covered 90% of its measured rows "
-    "(default: the scenario's search.prediction_margin, else none).",
-)
+@_margin_option
 @click.option("--plot", is_flag=True, help="Also write PNG charts next to the workbook.")
 @click.option(
     "--html",
@@ -1057,9 +1061,10 @@ def _profile_target(ctx, base, profile_id, output, force):
     help="Also give the latency each class sees at this many requests/s on the fleet.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_margin_option
 @_wide_option
 @click.pass_context
-def capacity(ctx, scenario, rate, as_json, wide) -> None:
+def capacity(ctx, scenario, rate, as_json, prediction_margin, wide) -> None:
     """The most requests/s a fixed fleet (hardware.fleet) serves within every class's SLA.
 
     Example: planner capacity scenarios/fleet-16xh100.yaml --rate 30
@@ -1070,7 +1075,7 @@ def capacity(ctx, scenario, rate, as_json, wide) -> None:
     from planner.render.json import to_json
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
-    result = fleet_capacity(sc, catalog, rate)
+    result = fleet_capacity(_margin_override(sc, prediction_margin), catalog, rate)
     if as_json:
         _echo(to_json(capacity_dict(result)), nl=False)
     else:
@@ -1080,9 +1085,10 @@ def capacity(ctx, scenario, rate, as_json, wide) -> None:
 @cli.command()
 @click.argument("scenario", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@_margin_option
 @_wide_option
 @click.pass_context
-def job(ctx, scenario, as_json, wide) -> None:
+def job(ctx, scenario, as_json, prediction_margin, wide) -> None:
     """The cheapest fleet that finishes a batch job (workload.job) by its deadline.
 
     Example: planner job scenarios/batch-job.yaml
@@ -1093,7 +1099,7 @@ def job(ctx, scenario, as_json, wide) -> None:
     from planner.render.json import to_json
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
-    result = price_job(sc, catalog)
+    result = price_job(_margin_override(sc, prediction_margin), catalog)
     if as_json:
         _echo(to_json(job_dict(result)), nl=False)
     else:

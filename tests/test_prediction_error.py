@@ -419,6 +419,11 @@ def test_solve_takes_the_margin_on_the_command_line_and_an_infeasible_plan_names
     out = json.loads(CliRunner().invoke(cli, [*args, "--prediction-margin", "p90"]).output)
     assert {f["gpu"] for f in out["prediction_margin"]} == {d["gpu"] for d in out["fleet"]}
     assert any(n.startswith("planning to the p90 prediction margin costs $") for n in out["notes"])
+    for command, name in (("capacity", "fleet-16xh100"), ("job", "batch-job")):
+        path = str(ROOT / "scenarios" / f"{name}.yaml")
+        res = CliRunner().invoke(cli, [command, path, "--prediction-margin", "p90", "--json"])
+        assert res.exit_code == 0, res.output
+        assert "Planned to the p90 margin" in " ".join(json.loads(res.output)["notes"])
     bad = CliRunner().invoke(cli, [*args, "--prediction-margin", "p95"])
     assert bad.exit_code == 2 and "'p95' is not one of 'none', 'p90'" in bad.output
     text = (ROOT / "scenarios" / "chatbot.yaml").read_text().replace("tpot_ms: 50", "tpot_ms: 9")
