@@ -412,6 +412,8 @@ def test_a_platform_at_the_margin_plans_each_model_to_it(catalog):
             d.gpu for d in section.fleet.deployments
         }
         assert any("Planned to the p90 margin" in n for n in section.notes)
+    assert any(n.startswith("planning every model to the p90 prediction") for n in margined.notes)
+    assert not any("prediction margin costs" in n for n in exact.notes)
 
 
 def test_solve_takes_the_margin_on_the_command_line_and_an_infeasible_plan_names_it(tmp_path):

@@ -283,7 +283,7 @@ def plan_platform(platform: Platform, catalog: Catalog) -> PlatformPlan:
     for g, t, n in zip(problem.gpu, problem.tp, solution.replicas, strict=True):
         if n:
             gpus[g] = gpus.get(g, 0) + int(t * n)
-    return PlatformPlan(
+    result = PlatformPlan(
         name=platform.name or "platform",
         labels=tuple(s.label for s in services),
         sections=sections,
@@ -295,6 +295,28 @@ def plan_platform(platform: Platform, catalog: Catalog) -> PlatformPlan:
         alone_cost_per_hour_usd=alone,
         notes=_platform_notes(sections, alone, solution, problem, binds),
         problem=problem,
+    )
+    margin = _margin_premium(platform, catalog, result)
+    return replace(result, notes=(*result.notes, margin)) if margin else result
+
+
+def _margin_premium(platform: Platform, catalog: Catalog, result: PlatformPlan) -> str | None:
+    """What planning every model to the p90 prediction margin costs (issue #10): the same
+    platform planned to the predictions (None when no margin was asked)."""
+    if platform.search.prediction_margin == "none":
+        return None
+    search = platform.search.model_copy(update={"prediction_margin": "none"})
+    bare = plan_platform(platform.model_copy(update={"search": search}), catalog)
+    if bare.status != "optimal" or result.status != "optimal":
+        return (
+            "what the prediction margin costs is not priced: the solver stopped before proving "
+            "both plans optimal (raise solver.time_limit_s or solver.max_nodes)"
+        )
+    extra = result.monthly_cost_usd - bare.monthly_cost_usd
+    return (
+        f"planning every model to the p90 prediction margin costs ${extra:,.0f} a month (the "
+        f"platform planned to the predictions: ${bare.monthly_cost_usd:,.0f} a month, "
+        f"{bare.total_gpus} GPUs, against {result.total_gpus})"
     )
 
 
