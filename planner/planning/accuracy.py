@@ -292,7 +292,6 @@ def assumption_rows(profile: EngineProfile) -> list[tuple]:
 
 
 # ---- planning to the error (search.prediction_margin) -------------------------------------
-PREDICTION_MARGINS = ("none", "p90")
 # the candidate table's columns a margin scales: latencies (ms) by the TPOT or the TTFT
 # factor, rates divided by the throughput one and costs per unit of work times it
 _SCALED = {
