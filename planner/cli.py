@@ -663,7 +663,7 @@ def estimate(
     Example: planner estimate --model llama-3.3-70b --gpu h100-sxm --tp 2 --quant fp8
     --concurrency 25 --input-len 5000 --output-len 500 --engine trtllm
     """
-    from planner.planning.accuracy import expected_error
+    from planner.planning.accuracy import at_margin, expected_error
     from planner.planning.estimate import EstimateRequest, check_used
     from planner.planning.estimate import estimate_row as run
     from planner.render.json import estimate_dict, to_json
@@ -699,7 +699,12 @@ def estimate(
     catalog = _catalog(ctx)
     row = run(req, catalog)
     err = expected_error(catalog.engine(req.engine), req.model, req.gpu, catalog)
-    text = to_json(estimate_dict(row, err)) if as_json else render_estimate(row, _layout(wide), err)
+    figures = (float(row["tpot_ms"]), float(row["ttft_ms"]), float(row["throughput_tok_s"]))
+    bounds = None if err is None else at_margin(err, *figures)
+    if as_json:
+        text = to_json(estimate_dict(row, err, bounds))
+    else:
+        text = render_estimate(row, _layout(wide), err, bounds)
     _echo(text, nl=not as_json)
 
 

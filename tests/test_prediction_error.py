@@ -227,9 +227,22 @@ def test_estimate_says_which_error_applies(catalog):
     text = CliRunner().invoke(cli, args).output
     assert "Prediction error (trtllm profile, in sample; public measurements" in text
     assert f"TPOT {acc.in_sample.tpot.median_pct:g}% median" in text  # type: ignore[union-attr]
-    out = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)["expected_error"]
+    assert "At the p90 margin (what 90% of the measured rows came within" in " ".join(text.split())
+    whole = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    out = whole["expected_error"]
     assert out["evaluation"] == IN_SAMPLE and out["model_in_fit"] and out["gpu_in_fit"]
     assert out["tpot"] == acc.in_sample.tpot.model_dump()  # type: ignore[union-attr]
+    # the answer at its margin: latencies x (1 + m), throughput / (1 + m)
+    bound = out["at_p90_margin"]
+    assert bound["tpot_ms"] == pytest.approx(
+        whole["tpot_ms"] * (1 + out["tpot"]["margin_p90_pct"] / 100)
+    )
+    assert bound["ttft_ms"] == pytest.approx(
+        whole["ttft_ms"] * (1 + out["ttft"]["margin_p90_pct"] / 100)
+    )
+    assert bound["throughput_tok_s"] == pytest.approx(
+        whole["throughput_tok_s"] / (1 + out["throughput"]["margin_p90_pct"] / 100)
+    )
     unseen = "qwen2.5-7b"
     assert unseen not in acc.models
     args[2] = unseen

@@ -323,6 +323,33 @@ def margin_of(err: ExpectedError) -> Margin:
     return Margin(err, factor(err.tpot), factor(err.ttft), factor(err.throughput))
 
 
+@dataclass(frozen=True)
+class MarginBounds:
+    """One answer's figures at the p90 margin: the TPOT and TTFT its measurement stayed under,
+    and the throughput it stayed over, in 90% of the profile's measured rows (None where
+    the record lacks the metric or the prediction is undefined)."""
+
+    tpot_ms: float | None
+    ttft_ms: float | None
+    throughput_tok_s: float | None
+
+
+def at_margin(
+    err: ExpectedError, tpot_ms: float, ttft_ms: float, throughput_tok_s: float
+) -> MarginBounds:
+    """`estimate`'s predictions taken to the p90 margin of the error that applies."""
+    m = margin_of(err)
+
+    def bound(value: float, stat: ErrorStat | None, factor: float) -> float | None:
+        return value * factor if stat is not None and math.isfinite(value) else None
+
+    return MarginBounds(
+        tpot_ms=bound(tpot_ms, err.tpot, m.tpot),
+        ttft_ms=bound(ttft_ms, err.ttft, m.ttft),
+        throughput_tok_s=bound(throughput_tok_s, err.throughput, 1.0 / m.throughput),
+    )
+
+
 def planning_margins(
     catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str], kind: str
 ) -> dict[str, Margin]:

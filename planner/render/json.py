@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from planner.planning.accuracy import METRICS as ERROR_METRICS
-from planner.planning.accuracy import ExpectedError
+from planner.planning.accuracy import ExpectedError, MarginBounds
 from planner.planning.plan import EnergyPlan, PeriodPlan, Plan, SolveFact, TimePlan
 from planner.render.labels import months_label
 from planner.schema.plan import ApiQuote, Deployment, FleetSummary
@@ -116,9 +116,14 @@ TTFT_BREAKDOWN_KEYS = {  # they sum to ttft_ms
 }
 
 
-def estimate_dict(row: Mapping[str, Any], expected: ExpectedError | None = None) -> dict:
+def estimate_dict(
+    row: Mapping[str, Any],
+    expected: ExpectedError | None = None,
+    bounds: MarginBounds | None = None,
+) -> dict:
     """The estimate as one JSON object with a `breakdown` of the TPOT terms and a
-    `ttft_breakdown` of the TTFT's, in ms, and the profile's measured `expected_error`."""
+    `ttft_breakdown` of the TTFT's, in ms, and the profile's measured `expected_error` (with
+    the answer at its p90 margin, `at_p90_margin`, when `bounds` are given)."""
     out = {k: row[k] for k in (*ESTIMATE_KEYS, *ESTIMATE_OWN_KEYS)}
     out["fits"] = bool(row["fits"])
     out["gpus"] = int(row["gpus"])
@@ -143,6 +148,8 @@ def estimate_dict(row: Mapping[str, Any], expected: ExpectedError | None = None)
     out["ttft_breakdown"] = {k: row[v] for k, v in TTFT_BREAKDOWN_KEYS.items()}
     out.update(speculation_dict(row))
     out["expected_error"] = None if expected is None else error_dict(expected)
+    if out["expected_error"] is not None and bounds is not None:
+        out["expected_error"]["at_p90_margin"] = dataclasses.asdict(bounds)
     return out
 
 

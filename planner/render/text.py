@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner.errors import plain
-from planner.planning.accuracy import ExpectedError, describe
+from planner.planning.accuracy import ExpectedError, MarginBounds, describe
 from planner.planning.plan import PeriodPlan, Plan, TimePlan
 from planner.render.labels import months_label
 from planner.render.tables import Col, Layout, human, money, per_token_money, table, usd, wrap
@@ -43,9 +43,13 @@ def _comm_detail(row: Mapping[str, Any]) -> str:
 
 
 def render_estimate(
-    row: Mapping[str, Any], layout: Layout = Layout(), expected: ExpectedError | None = None
+    row: Mapping[str, Any],
+    layout: Layout = Layout(),
+    expected: ExpectedError | None = None,
+    bounds: MarginBounds | None = None,
 ) -> str:
-    """A readable breakdown of one deployment, and the error its prediction likely carries."""
+    """A readable breakdown of one deployment, the error its prediction likely carries and,
+    with `bounds`, the answer at the p90 margin."""
     head = (
         f"{row['model']} on {row['gpus_per_replica']} x {row['gpu']}{_layout_of(row)}  "
         f"{row['quant']} weights "
@@ -91,10 +95,31 @@ def render_estimate(
         [Col("TTFT term"), Col("ms", "r"), Col("detail", priority=1)], ttft_rows, layout
     )
     extra = speculation_lines(row)
-    error = describe(expected, str(row["engine"]))
+    error = describe(expected, str(row["engine"])) + _bounds_text(bounds)
     tail = (*extra, _cost_text(row), error)
     prose = [wrap(x, layout) for x in (head, mem, "", "", bound, serve, *tail)]
     return "\n".join([*prose[:3], tbl, *prose[3:6], "", ttft_tbl, *prose[6:]])
+
+
+def _bounds_text(bounds: MarginBounds | None) -> str:
+    """'. At the p90 margin: TPOT 47.6 ms, ...' for the figures the record bounds, or ''."""
+    if bounds is None:
+        return ""
+    parts = [
+        f"{label} {ms(v)} {unit}"
+        for label, v, unit in (
+            ("TPOT", bounds.tpot_ms, "ms"),
+            ("TTFT", bounds.ttft_ms, "ms"),
+            ("throughput", bounds.throughput_tok_s, "tok/s"),
+        )
+        if v is not None
+    ]
+    if not parts:
+        return ""
+    return (
+        ". At the p90 margin (what 90% of the measured rows came within, on the slow side): "
+        + ", ".join(parts)
+    )
 
 
 def _tpot_detail(row: Mapping[str, Any]) -> str:
