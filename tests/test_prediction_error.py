@@ -406,11 +406,23 @@ def test_capacity_and_a_job_at_the_margin_serve_less_or_cost_more_and_say_so(cat
     assert margined.max_requests_per_second < exact.max_requests_per_second
     assert any("Planned to the p90 margin" in n for n in margined.notes)
     assert not any("Planned to the p90 margin" in n for n in exact.notes)
+    from planner.render.capacity import capacity_dict, render_capacity
+
+    assert "predictions at the p90 margin" in " ".join(render_capacity(margined).split())
+    assert "margin" not in render_capacity(exact).split("\n\n")[0]
+    assert (
+        capacity_dict(margined)["prediction_margin"],
+        capacity_dict(exact)["prediction_margin"],
+    ) == ("p90", "none")
     scenario, cat = load_scenario(ROOT / "scenarios" / "batch-job.yaml", catalog)
     exact_job, margined_job = price_job(scenario, cat), price_job(_at_margin(scenario), cat)
     assert margined_job.gpu_hours > exact_job.gpu_hours
     assert margined_job.cost_usd >= exact_job.cost_usd
     assert any("Planned to the p90 margin" in n for n in margined_job.notes)
+    from planner.render.capacity import job_dict, render_job
+
+    assert "predictions at the p90 margin" in " ".join(render_job(margined_job).split())
+    assert job_dict(margined_job)["prediction_margin"] == "p90"
 
 
 def test_a_platform_at_the_margin_plans_each_model_to_it(catalog):

@@ -96,6 +96,7 @@ class JobPlan:
     pricing_tier: str
     spot_allowed: bool
     notes: tuple[str, ...]
+    prediction_margin: str = "none"  # issue #10: p90: every figure at the record's p90 margin
 
 
 def _job(scenario: Scenario) -> Job:
@@ -354,4 +355,5 @@ def _job_plan(scenario, catalog, model_id, job, offered, problem, solution, pric
         pricing_tier=scenario.hardware.pricing.tier,
         spot_allowed=job.allow_spot,
         notes=tuple(notes),
+        prediction_margin=scenario.search.prediction_margin,
     )

@@ -109,6 +109,7 @@ class Capacity:
     notes: tuple[str, ...] = ()  # what the answer leaves out (quants, prefill/decode pools)
     usable: dict[str, int] | None = None  # per fleet GPU: min(fleet, hardware.inventory)
     usable_key: dict[str, str] | None = None  # the key that caps a GPU type below the fleet
+    prediction_margin: str = "none"  # issue #10: p90: every figure at the record's p90 margin
 
 
 def _fleet_gpus(scenario: Scenario, catalog: Catalog) -> dict[str, int]:
@@ -283,6 +284,7 @@ def _capacity(scenario, model, classes, rows, offered, problem, solution, listed
         utilisation=scenario.search.target_utilization,
         relative_gap=scenario.solver.relative_gap,
         fleet_cost_per_hour_usd=cost,
+        prediction_margin=scenario.search.prediction_margin,
     )
 
 

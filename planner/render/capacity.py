@@ -49,6 +49,7 @@ def capacity_dict(result: Capacity) -> dict[str, Any]:
         "max_output_tokens_per_s": result.max_output_tokens_per_s,
         "max_total_tokens_per_s": result.max_total_tokens_per_s,
         "planned_utilisation": result.utilisation,
+        "prediction_margin": result.prediction_margin,  # issue #10
         "class_mix": result.mix,
         "gpus_used": result.gpus_used,
         "fleet_cost_per_hour_usd": result.fleet_cost_per_hour_usd,
@@ -99,6 +100,11 @@ def _at_rate_dict(result: Capacity) -> dict[str, Any]:
     }
 
 
+def _margin_clause(margin: str) -> str:
+    """', predictions at the p90 margin' when the answer is planned to it (issue #10)."""
+    return "" if margin == "none" else f", predictions at the {margin} margin"
+
+
 def render_capacity(result: Capacity, layout: Layout = Layout()) -> str:
     """The answer in a sentence, the deployments, what binds, and latencies at --rate."""
     fleet = _fleet_text(result.fleet, result.usable, result.usable_key)
@@ -107,7 +113,8 @@ def render_capacity(result: Capacity, layout: Layout = Layout()) -> str:
         f"{human(result.max_requests_per_second)} requests/s of {result.model_id} "
         f"({human(result.max_output_tokens_per_s)} output tokens/s, "
         f"{human(result.max_total_tokens_per_s)} tokens/s in all) with every class within its "
-        f"SLA, replicas planned at {result.utilisation:.0%} load; solver {result.status}, "
+        f"SLA, replicas planned at {result.utilisation:.0%} load"
+        f"{_margin_clause(result.prediction_margin)}; solver {result.status}, "
         f"bound {human(result.upper_bound_requests_per_second)} requests/s."
     )
     cols = [
@@ -166,6 +173,7 @@ def job_dict(result: JobPlan) -> dict[str, Any]:
         "deadline_hours": result.deadline_hours,
         "finish_hours": result.finish_hours,
         "job_cost_usd": result.cost_usd,
+        "prediction_margin": result.prediction_margin,  # issue #10
         "lower_bound_usd": result.lower_bound_usd,
         "gpu_hours": result.gpu_hours,
         "cost_per_1m_tokens_usd": result.cost_per_1m_tokens_usd,
@@ -186,7 +194,8 @@ def render_job(result: JobPlan, layout: Layout = Layout()) -> str:
         f"{'finishes' if result.requests == 1 else 'finish'} in "
         f"{human(result.finish_hours)} h (deadline {human(result.deadline_hours)} h) for "
         f"{money(result.cost_usd)} ({human(result.gpu_hours)} GPU-hours, "
-        f"{money(result.cost_per_1m_tokens_usd, 4)} per 1M tokens); solver {result.status}."
+        f"{money(result.cost_per_1m_tokens_usd, 4)} per 1M tokens)"
+        f"{_margin_clause(result.prediction_margin)}; solver {result.status}."
     )
     cols = [
         Col("gpu"), Col("tp", "r"), Col("quant"), Col("batch", "r"), Col("replicas", "r"),
