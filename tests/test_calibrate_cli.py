@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -248,7 +249,9 @@ def test_validate_public_csv_prints_medians_per_metric_gpu_and_source():
     assert "left out to fit 100 columns" in out and "TPOT ms meas / pred" in out  # and named
     overall = out.split("Absolute % error, overall:\n")[1].split("\n\n")[0].splitlines()
     overall = [line for line in overall if not line.startswith("\u2500")]  # the rule under heads
-    assert overall[0].split() == ["group", "metric", "n", "median", "p90", "median", "signed"]
+    assert overall[0].split() == [
+        *["group", "metric", "n", "median", "p90", "median", "signed", "p90", "margin"]
+    ]
     assert {line.split()[1] for line in overall[1:]} == {"e2e", "throughput", "tpot", "ttft"}
     assert all(line.split()[3].endswith("%") for line in overall[1:])
 
@@ -273,6 +276,17 @@ def test_validate_json_has_per_row_records_matching_the_error_table(catalog):
     for s in (s for s in data["summary"] if s["by"] == "all"):
         assert s["median_abs_pct"] == pytest.approx(expected.loc[s["metric"], "median_abs_pct"])
         assert s["p90_abs_pct"] == pytest.approx(expected.loc[s["metric"], "p90_abs_pct"])
+    # the one-sided margin from the rows by hand: the 90th percentile of measured / predicted
+    # - 1 over every row's TPOT (a latency), floored at 0
+    slow = [
+        r["metrics"]["tpot"]["measured"] / r["metrics"]["tpot"]["predicted"] - 1.0
+        for r in data["rows"]
+        if r["metrics"].get("tpot") and r["metrics"]["tpot"].get("predicted") is not None
+        and r["metrics"]["tpot"].get("measured") is not None
+    ]  # fmt: skip
+    (tpot_all,) = [s for s in data["summary"] if s["by"] == "all" and s["metric"] == "tpot"]
+    assert tpot_all["n"] == len(slow)
+    assert tpot_all["margin_p90_pct"] == pytest.approx(max(np.percentile(slow, 90) * 100, 0.0))
     assert {s["row_id"] for s in data["skipped"]} >= {1, 26, 34, 128}
     assert res.stdout == invoke("validate", str(cal.DEFAULT_CSV), "--json").stdout
 

@@ -108,8 +108,13 @@ def _row_note(r: pd.Series) -> str:
 
 
 def _summary_records(table: pd.DataFrame) -> list[dict]:
+    """Each error_table row as JSON, with the one-sided p90 margin the engine profiles record
+    (`margin_p90_pct`, issue #10: how far on the slow side 90% of the rows came within)."""
     keep = ["by", "group", "metric", "n", "median_abs_pct", "p90_abs_pct", "median_signed_pct"]
-    return [{k: r[k] for k in keep} for _, r in table.iterrows()]
+    return [
+        {**{k: r[k] for k in keep}, "margin_p90_pct": max(float(r["p90_optimism_pct"]), 0.0)}
+        for _, r in table.iterrows()
+    ]
 
 
 def validation(measurements: pd.DataFrame, catalog: Catalog, engine: str | None = None) -> dict:

@@ -84,10 +84,12 @@ def _row_table(result: dict, layout: Layout) -> str:
 
 
 def _summary_lines(summary: list[dict], layout: Layout) -> list[str]:
-    """Absolute % error per metric: overall, per GPU, per source."""
+    """Absolute % error per metric (and the one-sided p90 margin): overall, per GPU, per
+    source."""
     out = []
     cols = [Col("group", max_width=40), Col("metric"), Col("n", "r")]
     cols += [Col("median", "r"), Col("p90", "r"), Col("median signed", "r")]
+    cols += [Col("p90 margin", "r", priority=1)]  # issue #10: what --prediction-margin plans to
     for by, title in (("all", "overall"), ("gpu", "per GPU"), ("source", "per source")):
         part = [s for s in summary if s["by"] == by]
         if not part:
@@ -100,6 +102,7 @@ def _summary_lines(summary: list[dict], layout: Layout) -> list[str]:
                 f"{s['median_abs_pct']:.0f}%",
                 f"{s['p90_abs_pct']:.0f}%",
                 f"{s['median_signed_pct']:+.0f}%",
+                f"{s['margin_p90_pct']:.0f}%",
             ]
             for s in part
         ]
