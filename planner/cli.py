@@ -221,7 +221,7 @@ def solve(
         _solve_platform(ctx, scenario, output, as_json, no_export, overrides, wide)
         return
     sc, catalog = load_scenario(scenario, _catalog(ctx))
-    sc = _margin_override(_solver_overrides(sc, solver, time_limit), prediction_margin)
+    sc = _with_margin(_solver_overrides(sc, solver, time_limit), prediction_margin)
     result = make_plan(sc, catalog)
     analysis = None
     written, charts = None, []
@@ -361,9 +361,7 @@ def _solve_platform(ctx, scenario, output, as_json, no_export, overrides, wide) 
 
     pf, catalog = load_platform(scenario, _catalog(ctx))
     solver, time_limit, margin = overrides
-    result = plan_platform(
-        _margin_override(_solver_overrides(pf, solver, time_limit), margin), catalog
-    )
+    result = plan_platform(_with_margin(_solver_overrides(pf, solver, time_limit), margin), catalog)
     written = []
     if not no_export:
         from planner.render.xlsx.platform import write_platform_workbooks
@@ -439,13 +437,11 @@ def _with_progress(analyse, result):
         return analyse(result, bar.update)
 
 
-def _margin_override(sc, margin):
+def _with_margin(sc, margin):
     """The scenario (or platform) with solve's --prediction-margin, when given (issue #10)."""
-    if margin is None:
-        return sc
-    return sc.model_copy(
-        update={"search": sc.search.model_copy(update={"prediction_margin": margin})}
-    )
+    from planner.planning.accuracy import with_margin_setting
+
+    return with_margin_setting(sc, margin)
 
 
 def _solver_overrides(sc, solver, time_limit):
@@ -1080,7 +1076,7 @@ def capacity(ctx, scenario, rate, as_json, prediction_margin, wide) -> None:
     from planner.render.json import to_json
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
-    result = fleet_capacity(_margin_override(sc, prediction_margin), catalog, rate)
+    result = fleet_capacity(_with_margin(sc, prediction_margin), catalog, rate)
     if as_json:
         _echo(to_json(capacity_dict(result)), nl=False)
     else:
@@ -1104,7 +1100,7 @@ def job(ctx, scenario, as_json, prediction_margin, wide) -> None:
     from planner.render.json import to_json
 
     sc, catalog = load_scenario(scenario, _catalog(ctx))
-    result = price_job(_margin_override(sc, prediction_margin), catalog)
+    result = price_job(_with_margin(sc, prediction_margin), catalog)
     if as_json:
         _echo(to_json(job_dict(result)), nl=False)
     else:

@@ -33,6 +33,7 @@ from planner.planning.accuracy import (
     expected_error,
     margin_of,
     planning_margins,
+    prediction_errors,
     safe_target,
     sla_notes,
     with_margins,
@@ -337,13 +338,17 @@ def test_margins_scale_each_gpus_latencies_up_and_its_rates_down(profile):
     assert with_margins(rows, {}) is rows
 
 
+def _margins(catalog, gpus, kind):
+    return planning_margins(prediction_errors(catalog, "vllm", "llama-3.1-8b", gpus), "vllm", kind)
+
+
 def test_planning_to_a_margin_needs_a_record(catalog, profile):
-    assert planning_margins(catalog, "vllm", "llama-3.1-8b", ["h100-sxm"], "none") == {}
+    assert _margins(catalog, ["h100-sxm"], "none") == {}
     bare = replace(catalog, engines={**catalog.engines, "vllm": profile.model_copy(
         update={"accuracy": None})})  # fmt: skip
     with pytest.raises(InputError, match="search.prediction_margin: p90 plans to the error"):
-        planning_margins(bare, "vllm", "llama-3.1-8b", ["h100-sxm"], "p90")
-    got = planning_margins(catalog, "vllm", "llama-3.1-8b", ["h100-sxm", "h200"], "p90")
+        _margins(bare, ["h100-sxm"], "p90")
+    got = _margins(catalog, ["h100-sxm", "h200"], "p90")
     assert set(got) == {"h100-sxm", "h200"} and all(m.tpot > 1.0 for m in got.values())
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -20,6 +21,8 @@ from planner.inputs.catalog import Catalog
 from planner.perf.table import Table, mapped
 from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileAccuracy
 from planner.schema.plan import Deployment, RequestClassPlan
+from planner.schema.platform import Platform
+from planner.schema.scenario import Scenario
 
 IN_SAMPLE = "in sample"
 MODEL_OUT = "leave-one-model-out"
@@ -33,6 +36,7 @@ LABELS = {  # evaluation -> how the text names it
     FAMILY_OUT: "a GPU family left out of its fit",
 }
 ASSUMPTION_CATEGORY = "prediction error"
+_Searched = TypeVar("_Searched", Scenario, Platform)  # what has a `search` section
 
 
 @dataclass(frozen=True)
@@ -258,7 +262,7 @@ def gpu_notes(
     model on it carry, and the factors they were planned at under `margin` 'p90': for
     answers without per-class SLA lines to flag (capacity, jobs)."""
     errors = prediction_errors(catalog, engine, model_id, gpus)
-    margins = planning_margins(catalog, engine, model_id, errors, margin)
+    margins = planning_margins(errors, engine, margin)
     return [
         describe(err, engine) + (f". {_margin_text(margins[gpu])}" if gpu in margins else "")
         for gpu, err in errors.items()
@@ -351,13 +355,13 @@ def at_margin(
 
 
 def planning_margins(
-    catalog: Catalog, engine: str, model_id: str, gpus: Iterable[str], kind: str
+    errors: Mapping[str, ExpectedError | None], engine: str, kind: str
 ) -> dict[str, Margin]:
-    """Each GPU -> the factors its predictions are planned at (none for kind 'none'); exit 2
-    when the engine's profile has no accuracy record for its constants."""
+    """Each GPU of `errors` (`prediction_errors`) -> the factors its predictions are planned
+    at (none for kind 'none'); exit 2 when the engine's profile has no accuracy record for
+    its constants."""
     if kind == "none":
         return {}
-    errors = prediction_errors(catalog, engine, model_id, gpus)
     if any(err is None for err in errors.values()):
         raise InputError(
             f"search.prediction_margin: {kind} plans to the error the {engine} profile's "
@@ -366,6 +370,34 @@ def planning_margins(
             "search.prediction_margin: none, or tighten the SLA by hand"
         )
     return {gpu: margin_of(err) for gpu, err in errors.items() if err is not None}
+
+
+def with_margin_setting(scenario: _Searched, kind: str | None) -> _Searched:
+    """A scenario (or platform) with `search.prediction_margin` set to `kind` (unchanged for
+    None): `solve --prediction-margin` and the plan to the predictions a margin is priced by."""
+    if kind is None:
+        return scenario
+    search = scenario.search.model_copy(update={"prediction_margin": kind})
+    return scenario.model_copy(update={"search": search})
+
+
+def margin_cost_note(
+    planned: str, bare_name: str, proven: bool, margined: tuple[float, int], bare: tuple[float, int]
+) -> str:
+    """What planning to the p90 margin costs: `planned` names what was planned ('' or 'every
+    model'), `bare_name` the plan to the predictions; (cost a month, GPUs) of each. That it is
+    not priced when either plan is not proven optimal."""
+    if not proven:
+        return (
+            "what the prediction margin costs is not priced: the solver stopped before proving "
+            "both plans optimal (raise solver.time_limit_s or solver.max_nodes)"
+        )
+    (cost, gpus), (bare_cost, bare_gpus) = margined, bare
+    subject = f"{planned} " if planned else ""
+    return (
+        f"planning {subject}to the p90 prediction margin costs ${cost - bare_cost:,.0f} a month "
+        f"({bare_name}: ${bare_cost:,.0f} a month, {bare_gpus} GPUs, against {gpus})"
+    )
 
 
 def with_margins(rows: Table, margins: Mapping[str, Margin]) -> Table:

@@ -34,9 +34,11 @@ from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
 from planner.planning import disagg
 from planner.planning.accuracy import (
+    margin_cost_note,
     planning_margins,
     prediction_errors,
     sla_notes,
+    with_margin_setting,
     with_margins,
 )
 from planner.planning.energy import energy_of
@@ -186,9 +188,10 @@ def evaluate_classes(
     engine = catalog.engine(scenario.engine)
     speculative = scenario_spec_options(scenario, catalog, model)
     axes = search_axes(scenario.search, model, gpus, quants)
-    margins = planning_margins(
-        catalog, scenario.engine, model.id, (g.id for g in gpus), scenario.search.prediction_margin
-    )
+    kind = scenario.search.prediction_margin  # issue #10: the records only when asked
+    ids = [g.id for g in gpus]
+    errors = {} if kind == "none" else prediction_errors(catalog, scenario.engine, model.id, ids)
+    margins = planning_margins(errors, scenario.engine, kind)
     frames = []
     for cls in classes:
         spec = GridSpec(
@@ -423,9 +426,7 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
     errors = prediction_errors(
         catalog, scenario.engine, model.id, (d.gpu for d in fleet.deployments)
     )
-    margins = planning_margins(
-        catalog, scenario.engine, model.id, errors, scenario.search.prediction_margin
-    )
+    margins = planning_margins(errors, scenario.engine, scenario.search.prediction_margin)
     notes += sla_notes(errors, scenario.engine, fleet.deployments, classes, margins)
     t0 = time.perf_counter()
     single = (
@@ -552,19 +553,13 @@ def margin_premium(scenario: Scenario, catalog: Catalog, result: Plan) -> str | 
     to the predictions themselves, its fleet alone (None when no margin was asked)."""
     if scenario.search.prediction_margin == "none" or result.fleet.status == "infeasible":
         return None
-    search = scenario.search.model_copy(update={"prediction_margin": "none"})
-    bare = plan(scenario.model_copy(update={"search": search}), catalog, comparisons=False)
-    if bare.fleet.status != "optimal" or result.fleet.status != "optimal":
-        return (
-            "what the prediction margin costs is not priced: the solver stopped before proving "
-            "both plans optimal (raise solver.time_limit_s or solver.max_nodes)"
-        )
-    bare_cost = bare.fleet.total_cost_per_hour_usd
-    extra = result.fleet.total_cost_per_hour_usd - bare_cost
-    return (
-        f"planning to the p90 prediction margin costs ${extra * HOURS_PER_MONTH:,.0f} a month "
-        f"(the plan to the predictions: ${bare_cost * HOURS_PER_MONTH:,.0f} a month, "
-        f"{bare.fleet.total_gpus} GPUs, against {result.fleet.total_gpus})"
+    bare = plan(with_margin_setting(scenario, "none"), catalog, comparisons=False).fleet
+    return margin_cost_note(
+        "",
+        "the plan to the predictions",
+        bare.status == result.fleet.status == "optimal",
+        (result.fleet.monthly_cost_usd, result.fleet.total_gpus),
+        (bare.monthly_cost_usd, bare.total_gpus),
     )
 
 

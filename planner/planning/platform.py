@@ -22,7 +22,13 @@ from planner.inputs.catalog import Catalog
 from planner.money.pricing import api_quotes, gpu_price
 from planner.perf.table import Table, values
 from planner.planning import assumptions as facts
-from planner.planning.accuracy import planning_margins, prediction_errors, sla_notes
+from planner.planning.accuracy import (
+    margin_cost_note,
+    planning_margins,
+    prediction_errors,
+    sla_notes,
+    with_margin_setting,
+)
 from planner.planning.energy import energy_of
 from planner.planning.estimate import check_context
 from planner.planning.pipeline import (
@@ -226,9 +232,7 @@ def _section(
     errors = prediction_errors(
         catalog, s.scenario.engine, s.model.id, (d.gpu for d in fleet.deployments)
     )
-    margins = planning_margins(
-        catalog, s.scenario.engine, s.model.id, errors, s.scenario.search.prediction_margin
-    )
+    margins = planning_margins(errors, s.scenario.engine, s.scenario.search.prediction_margin)
     notes += sla_notes(errors, s.scenario.engine, fleet.deployments, s.classes, margins)  # #10
     gpus = allowed_gpus(s.scenario, catalog)
     section = Plan(
@@ -305,18 +309,13 @@ def _margin_premium(platform: Platform, catalog: Catalog, result: PlatformPlan) 
     platform planned to the predictions (None when no margin was asked)."""
     if platform.search.prediction_margin == "none":
         return None
-    search = platform.search.model_copy(update={"prediction_margin": "none"})
-    bare = plan_platform(platform.model_copy(update={"search": search}), catalog)
-    if bare.status != "optimal" or result.status != "optimal":
-        return (
-            "what the prediction margin costs is not priced: the solver stopped before proving "
-            "both plans optimal (raise solver.time_limit_s or solver.max_nodes)"
-        )
-    extra = result.monthly_cost_usd - bare.monthly_cost_usd
-    return (
-        f"planning every model to the p90 prediction margin costs ${extra:,.0f} a month (the "
-        f"platform planned to the predictions: ${bare.monthly_cost_usd:,.0f} a month, "
-        f"{bare.total_gpus} GPUs, against {result.total_gpus})"
+    bare = plan_platform(with_margin_setting(platform, "none"), catalog)
+    return margin_cost_note(
+        "every model",
+        "the platform planned to the predictions",
+        bare.status == result.status == "optimal",
+        (result.monthly_cost_usd, result.total_gpus),
+        (bare.monthly_cost_usd, bare.total_gpus),
     )
 
 
