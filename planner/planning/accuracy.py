@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -21,8 +21,10 @@ from planner.inputs.catalog import Catalog
 from planner.perf.table import Table, mapped
 from planner.schema.engine import EngineProfile, ErrorStat, FoldErrors, ProfileAccuracy
 from planner.schema.plan import Deployment, RequestClassPlan
-from planner.schema.platform import Platform
-from planner.schema.scenario import Scenario
+
+if TYPE_CHECKING:  # a solve of one scenario never loads the platform schema (test_imports)
+    from planner.schema.platform import Platform
+    from planner.schema.scenario import Scenario
 
 IN_SAMPLE = "in sample"
 MODEL_OUT = "leave-one-model-out"
@@ -36,7 +38,7 @@ LABELS = {  # evaluation -> how the text names it
     FAMILY_OUT: "a GPU family left out of its fit",
 }
 ASSUMPTION_CATEGORY = "prediction error"
-_Searched = TypeVar("_Searched", Scenario, Platform)  # what has a `search` section
+_Searched = TypeVar("_Searched", "Scenario", "Platform")  # what has a `search` section
 
 
 @dataclass(frozen=True)
