@@ -382,6 +382,40 @@ def test_a_plan_to_the_p90_margin_costs_at_least_the_plan_to_the_predictions(cha
     assert "capacity at the p90 prediction margin" in render_plan(margined).replace("\n", " ")
 
 
+def test_a_plan_to_the_margin_lists_the_factors_it_applied_and_its_workbook_says_so(
+    chatbot_both_ways, tmp_path
+):
+    import openpyxl
+
+    from planner.render.xlsx.workbook import write_workbook
+
+    exact, margined = chatbot_both_ways
+    rows = margined.assumptions[margined.assumptions["category"] == "prediction margin"]
+    assert (exact.assumptions["category"] == "prediction margin").sum() == 0
+    for m in margined.prediction_margins:
+        mine = rows[rows["item"] == f"vllm/llama-3.1-70b on {m.error.gpu}"]
+        by_field = dict(zip(mine["field"], mine["value"], strict=True))
+        stat = m.error.tpot
+        assert stat is not None
+        assert by_field["TPOT factor (x predicted)"] == pytest.approx(
+            1 + stat.margin_p90_pct / 100, abs=1e-4
+        )
+        assert set(by_field) == {
+            "TPOT factor (x predicted)",
+            "TTFT factor (x predicted)",
+            "throughput factor (predicted / this)",
+        }
+        assert (mine["source"].str.endswith(m.error.label)).all()
+    notes = {}
+    for name, p in (("exact", exact), ("margined", margined)):
+        path = tmp_path / f"{name}.xlsx"
+        write_workbook(p, path)
+        ws = openpyxl.load_workbook(path)["Summary"]
+        notes[name] = next(r[3] for r in ws.iter_rows(values_only=True) if r[0] == "engine")
+    assert not notes["exact"]
+    assert "planned at the p90 prediction margin" in notes["margined"]
+
+
 def test_a_plan_to_the_margin_holds_its_slas_at_the_margined_predictions(chatbot_both_ways):
     _, margined = chatbot_both_ways
     factor = {m.error.gpu: m for m in margined.prediction_margins}

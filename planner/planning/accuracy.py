@@ -329,6 +329,28 @@ def margin_of(err: ExpectedError) -> Margin:
     return Margin(err, factor(err.tpot), factor(err.ttft), factor(err.throughput))
 
 
+MARGIN_CATEGORY = "prediction margin"
+
+
+def margin_assumption_rows(margins: Iterable[Margin]) -> list[tuple]:
+    """The factors a plan at the p90 margin applied, one GPU at a time, as Assumptions rows
+    (planning.assumptions.COLUMNS), so a reader sees what the fleet was sized to."""
+    rows = []
+    for m in margins:
+        e = m.error
+        item = f"{e.engine}/{e.model} on {e.gpu}"
+        source = f"{e.source}: {e.label}"
+        for field, factor in (
+            ("TPOT factor (x predicted)", m.tpot),
+            ("TTFT factor (x predicted)", m.ttft),
+            ("throughput factor (predicted / this)", m.throughput),
+        ):
+            rows.append(
+                (MARGIN_CATEGORY, item, field, round(factor, 4), "x", source, e.as_of, False)
+            )
+    return rows
+
+
 @dataclass(frozen=True)
 class MarginBounds:
     """One answer's figures at the p90 margin: the TPOT and TTFT its measurement stayed under,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from planner.inputs.catalog import Catalog
 from planner.perf.candidates import Price, draft_forward_ms
+from planner.planning.accuracy import Margin, margin_assumption_rows
 from planner.planning.accuracy import assumption_rows as accuracy_rows
 from planner.planning.speculation import assumption_rows
 from planner.schema.hardware import Gpu
@@ -76,10 +79,16 @@ def _scenario_rows(scenario: Scenario) -> list[tuple]:
 
 
 def assumption_table(
-    scenario: Scenario, catalog: Catalog, model: Model, gpus: list[Gpu], prices: dict[str, Price]
+    scenario: Scenario,
+    catalog: Catalog,
+    model: Model,
+    gpus: list[Gpu],
+    prices: dict[str, Price],
+    margins: Iterable[Margin] = (),
 ) -> tuple[tuple, ...]:
     """One row per fact (`COLUMNS`): category, item, field, value, unit, source, date,
-    assumption flag; `Plan.assumptions` is the same as a DataFrame."""
+    assumption flag; `Plan.assumptions` is the same as a DataFrame. `margins`: the p90
+    factors the plan applied (search.prediction_margin), one GPU at a time."""
     rows = _scenario_rows(scenario) + _model_rows(model)
     rows += assumption_rows(scenario, catalog, model)  # issue #11: speculation, prefix cache
     for gpu in gpus:
@@ -108,4 +117,5 @@ def assumption_table(
                 ("engine", f"{engine.id}/{family}", k, v, "", engine.source, engine.as_of, False)
             )
     rows += accuracy_rows(engine)  # issue #10: its measured error, in and out of sample
+    rows += margin_assumption_rows(margins)  # and the factors a plan at its margin applied
     return tuple(tuple(r) for r in rows)

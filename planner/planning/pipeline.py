@@ -447,7 +447,9 @@ def plan(scenario: Scenario, catalog: Catalog, comparisons: bool = True) -> Plan
         candidate_table=rows,
         offered=offered,
         api_quotes=api_quotes(catalog, model.id, classes),
-        assumption_rows=facts.assumption_table(scenario, catalog, model, gpus, prices),
+        assumption_rows=facts.assumption_table(
+            scenario, catalog, model, gpus, prices, margins.values()
+        ),
         notes=tuple(notes),
         gpu_prices=prices,
         timings_s=timings,

@@ -247,7 +247,9 @@ def _section(
         candidate_table=s.rows,
         offered=s.offered,
         api_quotes=api_quotes(catalog, s.model.id, s.classes),
-        assumption_rows=facts.assumption_table(s.scenario, catalog, s.model, gpus, s.prices),
+        assumption_rows=facts.assumption_table(
+            s.scenario, catalog, s.model, gpus, s.prices, margins.values()
+        ),
         notes=tuple(notes),
         gpu_prices=s.prices,
         problem=s.alone,

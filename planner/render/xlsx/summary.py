@@ -122,7 +122,16 @@ def _identity_rows(plan: Plan) -> dict[str, SummaryRow]:
     return {
         "scenario": ("scenario", plan.scenario_name, None, None, ""),
         "model": ("model", plan.model_id, None, None, ""),
-        "engine": ("engine", plan.engine, None, None, ""),
+        "engine": (
+            "engine",
+            plan.engine,
+            None,
+            None,
+            "TPOT, TTFT and capacity planned at the p90 prediction margin (its factors: "
+            "Assumptions sheet, category 'prediction margin')"
+            if plan.prediction_margins
+            else "",
+        ),
         "status": (
             "peak plan solver status",
             _status(fleet),
