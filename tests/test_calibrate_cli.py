@@ -416,3 +416,21 @@ def test_calibrating_only_the_host_side_constants_recovers_them(catalog, tmp_pat
     shipped = catalog.engine("vllm").for_family("hopper")
     for name in ("eta_mem", "eta_compute_prefill", "step_per_seq_us", "benchmark_wave_share"):
         assert getattr(written, name) == getattr(shipped, name), name
+
+
+def test_validate_says_when_a_closed_loop_held_fewer_sequences_than_the_defaults(tmp_path):
+    # 64 clients of 512 + 128 tokens on one H100 (Llama-3.1-8B, whose KV budget holds them
+    # all): TPOT 10 ms and TTFT 8 s put 64 x 127 x 10 / (8000 + 1270) = 8.77 sequences in
+    # decode, under half of 64, at a TTFT far over the prediction
+    starved = tmp_path / "starved.json"
+    starved.write_text(json.dumps(vllm_result(64, 512, 128, 10.0, 8000.0, 880.0)), "utf-8")
+    healthy = tmp_path / "healthy.json"
+    healthy.write_text(json.dumps(vllm_result(64, 512, 128, 10.0, 150.0, 6000.0)), "utf-8")
+    res = invoke("validate", str(starved), str(healthy), *IDENTITY, "--json")
+    assert res.exit_code == 0, res.output
+    notes = [r["note"] for r in json.loads(res.stdout)["rows"]]
+    assert notes[0].startswith("Little's law puts 8.8 of the 64 clients' sequences in decode")
+    assert "holds 64" in notes[0] and "held fewer sequences than the defaults give" in notes[0]
+    assert notes[1] == ""
+    text = invoke("validate", str(starved), str(healthy), *IDENTITY, "--wide").stdout
+    assert "Notes:" in text and "row 1: Little's law puts 8.8 of the 64" in text

@@ -263,3 +263,34 @@ def test_llama_8b_of_trtllm_1_0_0rc3_prefills_beyond_any_16_bit_gemm(aic_rows, c
     )
     assert set(llama["quant_id"]) == {"fp8"}
     assert llama["assumptions"].str.contains("FP8 inferred", regex=False).all()
+
+
+def _loop(**over: float | str) -> pd.DataFrame:
+    """One predicted closed-loop row, as calibration.predict returns it: SGLang 0.5.8.post1's
+    Qwen3-32B BF16 on one H100, 16 clients of 1024 + 128 tokens (aic line 340), TTFT 6775.54
+    ms and TPOT 25.4761 ms measured, 620.30 ms TTFT predicted with 20 sequences' KV budget."""
+    row = {
+        "scenario_kind": "closed_loop",
+        "batch": 16.0,
+        "max_batch": 20.0,
+        "output_len": 128.0,
+        "meas_ttft": 6775.54,
+        "meas_tpot": 25.4761,
+        "pred_ttft": 620.30,
+    }
+    return pd.DataFrame([{**row, **over}])
+
+
+def test_a_loop_that_held_a_third_of_its_clients_is_told_apart():
+    # in decode 16 x 127 x 25.4761 / (6775.54 + 127 x 25.4761) = 16 x 3235.46 / 10011.00
+    # = 5.171 sequences, under half of min(16, 20) = 8; TTFT 10.9x the prediction
+    assert b.sequences_in_decode(_loop())[0] == pytest.approx(5.171, abs=1e-3)
+    assert b.held_fewer_than_budget(_loop()).tolist() == [True]
+    # measured TTFT 700 ms: 16 x 3235.46 / 3935.46 = 13.15 in decode, above 8
+    assert b.held_fewer_than_budget(_loop(meas_ttft=700.0)).tolist() == [False]
+    # a loop that few in decode because its prompts take the time, as predicted, is physics
+    assert b.held_fewer_than_budget(_loop(pred_ttft=6000.0)).tolist() == [False]
+    # the budget holds 9: half is 4.5, and 5.17 sequences were in decode
+    assert b.held_fewer_than_budget(_loop(max_batch=9.0)).tolist() == [False]
+    assert b.held_fewer_than_budget(_loop(scenario_kind="open_loop")).tolist() == [False]
+    assert b.held_fewer_than_budget(_loop(meas_tpot=float("nan"))).tolist() == [False]

@@ -40,6 +40,14 @@ These bounds need no efficiency constant, only the catalog's peaks and memory:
   together as a wave land in TTFT instead and make the share read high, and any other cost
   each arrival puts on the running batch reads as prompt cost, so it is evidence to weigh,
   not a rule applied (`aic.AIC_WEIGHTS_INFERRED`, session 38).
+* **Fewer sequences held than the engine's defaults give.** Little's law on a closed loop's
+  latencies says how many sequences were in decode; where that is under half of what the
+  engine's default memory budget holds for C clients (`max_batch`, the prediction's) and the
+  TTFT is over twice the prediction, its clients waited for slots the run did not have: a
+  lower memory fraction, a sequence cap or memory in other use than the defaults the
+  prediction assumes (`held_fewer_than_budget`; `planner validate` says so on the row;
+  session 44: SGLang 0.5.8.post1's six tp-1 Qwen3-32B rows put 2-5 of 16 clients in decode
+  where the default budget holds 9-20).
 """
 
 from __future__ import annotations
@@ -102,12 +110,33 @@ def compute_share(rows: pd.DataFrame, catalog: Catalog) -> np.ndarray:
     return rate / (_stage_gpus(rows) * peak)
 
 
-def _in_decode(rows: pd.DataFrame) -> np.ndarray:
+def sequences_in_decode(rows: pd.DataFrame) -> np.ndarray:
     """Sequences in decode on average in a closed loop of C clients (Little's law on the
     measured latencies): C x (OSL - 1) x TPOT / request latency."""
     osl = rows["output_len"].to_numpy(dtype=float)
     tpot = rows["meas_tpot"].to_numpy(dtype=float)
     return rows["batch"].to_numpy(dtype=float) * (osl - 1.0) * tpot / _latency_ms(rows)
+
+
+# a closed loop held "fewer than the defaults" when Little's law puts under this share of the
+# sequences the default budget holds in decode while its TTFT is over this many predictions
+HELD_SHARE_FLOOR = 0.5
+TTFT_OVER_PREDICTION = 2.0
+
+
+def held_fewer_than_budget(pred: pd.DataFrame) -> np.ndarray:
+    """Predicted closed-loop rows (`calibration.predict`'s output) whose measured latencies
+    put fewer sequences in decode than half of min(C, the default budget's max_batch), with a
+    TTFT over twice the prediction: the run held fewer sequences than its engine's defaults
+    give. False where a metric is missing or the row is not a closed loop."""
+    closed = (pred["scenario_kind"] == "closed_loop").to_numpy()
+    held = np.minimum(pred["batch"].to_numpy(dtype=float), pred["max_batch"].to_numpy(dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        short = sequences_in_decode(pred) < HELD_SHARE_FLOOR * held
+        slow = pred["meas_ttft"].to_numpy(dtype=float) > TTFT_OVER_PREDICTION * pred[
+            "pred_ttft"
+        ].to_numpy(dtype=float)
+    return closed & short & slow
 
 
 def _dense_bytes(model: Model, weight_bytes_per_param: float, kv_dtype: str) -> tuple[float, float]:
@@ -122,7 +151,7 @@ def tpot_floor_ms(rows: pd.DataFrame, catalog: Catalog, kv_dtype: str | None = N
     """HBM floor of each dense row's decode step (NaN for MoE): weights over the stage plus
     the KV of the sequences in decode at ISL tokens, at `kv_dtype` (default: the row's)."""
     out = np.full(len(rows), np.nan)
-    in_decode = _in_decode(rows)
+    in_decode = sequences_in_decode(rows)
     kvs = rows["kv_dtype"] if kv_dtype is None else pd.Series(kv_dtype, index=rows.index)
     cols = zip(
         rows["model_id"], rows["gpu_id"], rows["quant_id"], kvs, rows["input_len"], strict=True
@@ -144,7 +173,7 @@ def memory_floor_bytes(
     weights plus its share of the KV of the sequences in decode at ISL tokens, at `kv_dtype`
     (default: the row's). Tensor parallelism splits KV over at most the model's KV heads."""
     out = np.full(len(rows), np.nan)
-    in_decode = _in_decode(rows)
+    in_decode = sequences_in_decode(rows)
     kvs = rows["kv_dtype"] if kv_dtype is None else pd.Series(kv_dtype, index=rows.index)
     cols = zip(rows["model_id"], rows["quant_id"], kvs, rows["input_len"], rows["tp"], strict=True)
     for i, (m, q, kv, isl, tp) in enumerate(cols):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from planner.calibration.bounds import held_fewer_than_budget, sequences_in_decode
 from planner.calibration.fit import FIT_PARAMS, fit_profile, identifiable, support
 from planner.calibration.inputs import _option
 from planner.calibration.measurements import MEASURED, METRICS, PREDICTED, usable
@@ -73,7 +74,7 @@ def _metric_record(r: pd.Series) -> dict:
     return out
 
 
-def _row_record(r: pd.Series, profile_ids: Mapping[str, str]) -> dict:
+def _row_record(r: pd.Series, profile_ids: Mapping[str, str], held_fewer: bool = False) -> dict:
     return {
         "row_id": int(r["row_id"]),
         "input": r.get("input", ""),
@@ -93,12 +94,29 @@ def _row_record(r: pd.Series, profile_ids: Mapping[str, str]) -> dict:
         "metrics": _metric_record(r),
         "assumptions": r["assumptions"],
         "metric_skips": r["metric_skips"],
-        "note": _row_note(r),
+        "note": _row_note(r, held_fewer),
     }
 
 
-def _row_note(r: pd.Series) -> str:
+def _held_note(r: pd.Series) -> str:
+    """Why a closed-loop row's TTFT is far over its prediction when its clients waited for
+    slots its engine's default budget has (`bounds.held_fewer_than_budget`)."""
+    in_decode = float(sequences_in_decode(r.to_frame().T)[0])
+    held = min(float(r["batch"]), float(r["max_batch"]))
+    return (
+        f"Little's law puts {in_decode:.1f} of the {float(r['batch']):g} clients' sequences in "
+        "decode (C x (O - 1) x TPOT / (TTFT + (O - 1) x TPOT)) where the engine's default "
+        f"memory budget holds {held:g}, and the TTFT is {r['meas_ttft'] / r['pred_ttft']:.1f}x "
+        "the prediction: the run held fewer sequences than the defaults give (a lower memory "
+        "fraction, a cap on running sequences, or memory in other use?), so its clients "
+        "waited for slots the prediction does not see"
+    )
+
+
+def _row_note(r: pd.Series, held_fewer: bool = False) -> str:
     notes = [str(r.get("predict_note", "") or "")]
+    if held_fewer:
+        notes.append(_held_note(r))
     if r["scenario_kind"] in SERVING_KINDS and not bool(r["fits"]):
         notes.append(
             f"batch {r['pred_batch']:g} exceeds the model's max_batch {r['max_batch']:g}: the "
@@ -132,7 +150,10 @@ def validation(measurements: pd.DataFrame, catalog: Catalog, engine: str | None 
         )
     return {
         "profiles": profile_ids,
-        "rows": [_row_record(r, profile_ids) for _, r in pred.iterrows()],
+        "rows": [
+            _row_record(r, profile_ids, bool(short))
+            for (_, r), short in zip(pred.iterrows(), held_fewer_than_budget(pred), strict=True)
+        ],
         "summary": _summary_records(error_table(pred)),
         "skipped": skipped,
         "counts": {"rows": len(measurements), "compared": len(pred), "skipped": len(skipped)},

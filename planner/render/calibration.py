@@ -119,6 +119,10 @@ def render_validation(result: dict, layout: Layout = Layout()) -> str:
         "error = predicted / measured - 1"
     )
     lines = [wrap(head, layout), "", _row_table(result, layout)]
+    noted = [r for r in result["rows"] if r["note"]]
+    if noted:
+        lines += ["", "Notes:"]
+        lines += [wrap(f"  - row {r['row_id']}: {r['note']}", layout, indent="    ") for r in noted]
     lines += _summary_lines(result["summary"], layout)
     if result["skipped"]:
         lines += ["", f"Skipped ({len(result['skipped'])} rows):"]
