@@ -99,15 +99,16 @@ def _row_record(r: pd.Series, profile_ids: Mapping[str, str], held_fewer: bool =
 
 
 def _held_note(r: pd.Series) -> str:
-    """Why a closed-loop row's TTFT is far over its prediction when its clients waited for
-    slots its engine's default budget has (`bounds.held_fewer_than_budget`)."""
+    """The note of a closed-loop row that held fewer sequences than its engine's defaults give
+    (`bounds.held_fewer_than_budget`): its clients waited for slots the prediction has."""
     in_decode = float(sequences_in_decode(r.to_frame().T)[0])
     held = min(float(r["batch"]), float(r["max_batch"]))
+    over = float(r["meas_ttft"]) / float(r["pred_ttft"])
     return (
         f"Little's law puts {in_decode:.1f} of the {float(r['batch']):g} clients' sequences in "
         "decode (C x (O - 1) x TPOT / (TTFT + (O - 1) x TPOT)) where the engine's default "
-        f"memory budget holds {held:g}, and the TTFT is {r['meas_ttft'] / r['pred_ttft']:.1f}x "
-        "the prediction: the run held fewer sequences than the defaults give (a lower memory "
+        f"memory budget would hold {held:g} of them, and the TTFT is {over:.1f}x the "
+        "prediction: the run held fewer sequences than the defaults give (a lower memory "
         "fraction, a cap on running sequences, or memory in other use?), so its clients "
         "waited for slots the prediction does not see"
     )

@@ -38,6 +38,7 @@ LABELS = {  # evaluation -> how the text names it
     FAMILY_OUT: "a GPU family left out of its fit",
 }
 ASSUMPTION_CATEGORY = "prediction error"
+MARGIN_CATEGORY = "prediction margin"  # the factors a plan at the p90 margin applied
 _Searched = TypeVar("_Searched", "Scenario", "Platform")  # what has a `search` section
 
 
@@ -327,9 +328,6 @@ def margin_of(err: ExpectedError) -> Margin:
         return 1.0 if stat is None else 1.0 + stat.margin_p90_pct / 100.0
 
     return Margin(err, factor(err.tpot), factor(err.ttft), factor(err.throughput))
-
-
-MARGIN_CATEGORY = "prediction margin"
 
 
 def margin_assumption_rows(margins: Iterable[Margin]) -> list[tuple]:
