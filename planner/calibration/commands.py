@@ -74,7 +74,7 @@ def _metric_record(r: pd.Series) -> dict:
     return out
 
 
-def _row_record(r: pd.Series, profile_ids: Mapping[str, str], held_fewer: bool = False) -> dict:
+def _row_record(r: pd.Series, profile_ids: Mapping[str, str], held_fewer: bool) -> dict:
     return {
         "row_id": int(r["row_id"]),
         "input": r.get("input", ""),
@@ -114,7 +114,7 @@ def _held_note(r: pd.Series) -> str:
     )
 
 
-def _row_note(r: pd.Series, held_fewer: bool = False) -> str:
+def _row_note(r: pd.Series, held_fewer: bool) -> str:
     notes = [str(r.get("predict_note", "") or "")]
     if held_fewer:
         notes.append(_held_note(r))
